@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * pbw - a streaming protobuf writer for the data plane.
+ *
+ * Writes protobuf fields straight into whatever memory backs it (an SMB
+ * chunk, a caller's buffer) without building message trees.  Nested messages
+ * reserve a 4-byte length that is back-filled when the message ends; when the
+ * backing range runs out, the owner's refill callback supplies the next
+ * range (the SMB trace writer moves to a new chunk and, if a reserved length
+ * now lives in a released chunk, redirects it to a patch slot).
+ *
+ * The cursor is a public struct so that the per-field fast path inlines; only
+ * pbw_* functions and the owner's refill callback touch its members.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define PBW_MAX_NESTING 12
+/* Bytes a nested message reserves for its length: a redundant varint. */
+#define PBW_SIZE_FIELD_LEN 4
+/* Longest single write the fast path ever asks to be contiguous. */
+#define PBW_MAX_CONTIGUOUS 32
+
+enum pbw_wire_type {
+	PBW_WIRE_VARINT = 0,
+	PBW_WIRE_FIXED64 = 1,
+	PBW_WIRE_LEN = 2,
+	PBW_WIRE_FIXED32 = 5,
+};
+
+struct pbw;
+
+/*
+ * Must leave at least @min_bytes contiguous room in [cur, end), or switch the
+ * writer to its discard sink and return -ENOSPC.  Called with
+ * w->cur possibly < w->end (the tail is abandoned, not written).
+ */
+typedef int (*pbw_refill_fn)(struct pbw *w, size_t min_bytes);
+
+struct pbw {
+	uint8_t *cur;
+	uint8_t *end;
+	uint8_t *range_start;     /* start of the current backing range */
+	uint64_t range_base;      /* stream offset of range_start */
+	pbw_refill_fn refill;
+	void *owner;
+	unsigned depth;
+	bool discarding;          /* refill failed: bytes go to the sink */
+	uint64_t discarded;       /* bytes written while discarding */
+	/* per open nested message: where its length lives, where its payload starts */
+	uint8_t *size_field[PBW_MAX_NESTING];
+	uint64_t payload_start[PBW_MAX_NESTING];
+	uint8_t sink[64];
+};
+
+/**
+ * pbw_init - bind @w to [@buf, @buf+@len) with an optional @refill.  With no
+ * refill, running out of room switches to the discard sink (check
+ * pbw_overflowed()).
+ */
+void pbw_init(struct pbw *w, uint8_t *buf, size_t len, pbw_refill_fn refill, void *owner);
+
+/**
+ * pbw_reset_range - owner-side: point the cursor at a new backing range.
+ */
+static inline void pbw_reset_range(struct pbw *w, uint8_t *buf, size_t len)
+{
+	w->range_base += (uint64_t)(w->cur - w->range_start);
+	w->range_start = buf;
+	w->cur = buf;
+	w->end = buf + len;
+}
+
+/**
+ * pbw_enter_discard - owner-side: send all further bytes to the sink.
+ */
+void pbw_enter_discard(struct pbw *w);
+
+/* Offset of the cursor in the whole stream since pbw_init. */
+static inline uint64_t pbw_position(const struct pbw *w)
+{
+	return w->range_base + (uint64_t)(w->cur - w->range_start);
+}
+
+static inline bool pbw_overflowed(const struct pbw *w)
+{
+	return w->discarding;
+}
+
+int pbw_refill_slow(struct pbw *w, size_t min_bytes);
+
+/* Guarantee @n contiguous bytes at w->cur (n <= PBW_MAX_CONTIGUOUS). */
+static inline void pbw_reserve(struct pbw *w, size_t n)
+{
+	if (__builtin_expect((size_t)(w->end - w->cur) < n, 0))
+		(void)pbw_refill_slow(w, n);
+}
+
+static inline uint8_t *pbw_put_varint_raw(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline size_t pbw_varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* A varint with no tag: the elements of a packed repeated field. */
+static inline void pbw_append_varint(struct pbw *w, uint64_t v)
+{
+	pbw_reserve(w, 10);
+	w->cur = pbw_put_varint_raw(w->cur, v);
+}
+
+static inline void pbw_tag(struct pbw *w, uint32_t field, enum pbw_wire_type wt)
+{
+	pbw_reserve(w, 5);
+	w->cur = pbw_put_varint_raw(w->cur, ((uint64_t)field << 3) | wt);
+}
+
+/* uint32/uint64/bool/enum and non-negative ints */
+static inline void pbw_varint(struct pbw *w, uint32_t field, uint64_t v)
+{
+	pbw_reserve(w, 15);
+	w->cur = pbw_put_varint_raw(w->cur, ((uint64_t)field << 3) | PBW_WIRE_VARINT);
+	w->cur = pbw_put_varint_raw(w->cur, v);
+}
+
+/* int32/int64: negative values take 10 bytes, as protobuf encodes them. */
+static inline void pbw_int(struct pbw *w, uint32_t field, int64_t v)
+{
+	pbw_varint(w, field, (uint64_t)v);
+}
+
+static inline void pbw_fixed64(struct pbw *w, uint32_t field, uint64_t v)
+{
+	pbw_reserve(w, 13);
+	w->cur = pbw_put_varint_raw(w->cur, ((uint64_t)field << 3) | PBW_WIRE_FIXED64);
+	memcpy(w->cur, &v, 8); /* little-endian host: the wire order */
+	w->cur += 8;
+}
+
+static inline void pbw_double(struct pbw *w, uint32_t field, double d)
+{
+	uint64_t v;
+
+	memcpy(&v, &d, 8);
+	pbw_fixed64(w, field, v);
+}
+
+/**
+ * pbw_append_raw - copy @len bytes, across ranges if needed.
+ */
+void pbw_append_raw(struct pbw *w, const void *data, size_t len);
+
+static inline void pbw_bytes(struct pbw *w, uint32_t field, const void *data, size_t len)
+{
+	pbw_reserve(w, 15);
+	w->cur = pbw_put_varint_raw(w->cur, ((uint64_t)field << 3) | PBW_WIRE_LEN);
+	w->cur = pbw_put_varint_raw(w->cur, len);
+	if (len <= (size_t)(w->end - w->cur)) {
+		memcpy(w->cur, data, len);
+		w->cur += len;
+	} else {
+		pbw_append_raw(w, data, len);
+	}
+}
+
+/* A string of at most @max bytes, cut at the first NUL (kernel char[N]). */
+static inline void pbw_string_n(struct pbw *w, uint32_t field, const char *s, size_t max)
+{
+	pbw_bytes(w, field, s, strnlen(s, max));
+}
+
+static inline void pbw_string(struct pbw *w, uint32_t field, const char *s)
+{
+	pbw_bytes(w, field, s, strlen(s));
+}
+
+/**
+ * pbw_begin_nested - open a length-delimited sub-message at @field.
+ * Deeper than PBW_MAX_NESTING is a programming error (asserted).
+ */
+void pbw_begin_nested(struct pbw *w, uint32_t field);
+
+/**
+ * pbw_end_nested - close the innermost sub-message and back-fill its length.
+ * Returns: the payload size of the closed message.
+ */
+uint32_t pbw_end_nested(struct pbw *w);
+
+/**
+ * pbw_write_redundant_varint - a 4-byte varint (bytes 0-2 carry the
+ * continuation bit), used for lengths that are reserved before they are known.
+ */
+static inline void pbw_write_redundant_varint(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)((v & 0x7f) | 0x80);
+	p[1] = (uint8_t)(((v >> 7) & 0x7f) | 0x80);
+	p[2] = (uint8_t)(((v >> 14) & 0x7f) | 0x80);
+	p[3] = (uint8_t)((v >> 21) & 0x7f);
+}

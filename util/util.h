@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Small helpers shared by every module: scoped cleanup, logging, bounded
+ * number parsing and whole-file I/O.  Nothing here knows about tracing.
+ */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* ---- scoped cleanup ---------------------------------------------------- */
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		(void)close(*fd);
+		errno = saved;
+	}
+}
+
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+
+/* Hand a resource over to the caller: the local no longer owns it. */
+#define TAKE_PTR(p)                                 \
+	({                                          \
+		__typeof__(p) _tp_ = (p);           \
+		(p) = NULL;                         \
+		_tp_;                               \
+	})
+#define TAKE_FD(fd)                                 \
+	({                                          \
+		int _tf_ = (fd);                    \
+		(fd) = -EBADF;                      \
+		_tf_;                               \
+	})
+
+/* For destructors that accept NULL and return NULL: foo = foo_free(foo). */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)     \
+	static inline void func##p(type *p)         \
+	{                                           \
+		if (*p)                             \
+			func(*p);                   \
+	}
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define ALIGN_UP(x, a) (((x) + ((a) - 1)) & ~((__typeof__(x))(a) - 1))
+#define _unlikely_(x) __builtin_expect(!!(x), 0)
+#define _likely_(x) __builtin_expect(!!(x), 1)
+#define _public_ __attribute__((visibility("default")))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+
+/* Converts a libc-style result (-1 with errno) into -errno. */
+static inline int negative_errno(void)
+{
+	return errno > 0 ? -errno : -EIO;
+}
+
+/* ---- logging ----------------------------------------------------------- */
+
+enum log_level {
+	LOG_LEVEL_ERROR,
+	LOG_LEVEL_WARNING,
+	LOG_LEVEL_NOTICE,
+	LOG_LEVEL_INFO,
+	LOG_LEVEL_DEBUG,
+	_LOG_LEVEL_MAX,
+	_LOG_LEVEL_INVALID = -EINVAL,
+};
+
+/**
+ * log_set_max_level - messages above @level are not printed.
+ */
+void log_set_max_level(enum log_level level);
+enum log_level log_get_max_level(void);
+/**
+ * log_level_from_string - "error", "warning", "notice", "info", "debug".
+ * Returns: the level or -EINVAL.
+ */
+int log_level_from_string(const char *s);
+
+/**
+ * log_internal - print one line to stderr with a level prefix that the
+ * journal understands (<N>).  Keeps errno.  When @error is non-zero, "%m"
+ * in @fmt expands to strerror(-@error).
+ * Returns: @error (negative) so callers can "return log_error_errno(r, ...)".
+ */
+int log_internal(enum log_level level, int error, const char *fmt, ...) _printf_(3, 4);
+
+#define log_full_errno(lvl, err, ...)                                         \
+	({                                                                    \
+		int _e_ = (err);                                              \
+		(lvl) <= log_get_max_level() ? log_internal((lvl), _e_, __VA_ARGS__) \
+					      : -abs(_e_);                    \
+	})
+#define log_error_errno(e, ...) log_full_errno(LOG_LEVEL_ERROR, (e), __VA_ARGS__)
+#define log_warning_errno(e, ...) log_full_errno(LOG_LEVEL_WARNING, (e), __VA_ARGS__)
+#define log_notice_errno(e, ...) log_full_errno(LOG_LEVEL_NOTICE, (e), __VA_ARGS__)
+#define log_info_errno(e, ...) log_full_errno(LOG_LEVEL_INFO, (e), __VA_ARGS__)
+#define log_debug_errno(e, ...) log_full_errno(LOG_LEVEL_DEBUG, (e), __VA_ARGS__)
+#define log_error(...) (void)log_full_errno(LOG_LEVEL_ERROR, 0, __VA_ARGS__)
+#define log_warning(...) (void)log_full_errno(LOG_LEVEL_WARNING, 0, __VA_ARGS__)
+#define log_notice(...) (void)log_full_errno(LOG_LEVEL_NOTICE, 0, __VA_ARGS__)
+#define log_info(...) (void)log_full_errno(LOG_LEVEL_INFO, 0, __VA_ARGS__)
+#define log_debug(...) (void)log_full_errno(LOG_LEVEL_DEBUG, 0, __VA_ARGS__)
+
+/* ---- parsing ----------------------------------------------------------- */
+
+/**
+ * safe_atou64 - parse a whole decimal string (leading blanks allowed, no
+ * sign, no trailing garbage except one '\n').
+ * Returns: 0, -EINVAL for malformed input, -ERANGE on overflow.  @ret is
+ * untouched on failure.
+ */
+int safe_atou64(const char *s, uint64_t *ret);
+int safe_atoi64(const char *s, int64_t *ret);
+int safe_atou32(const char *s, uint32_t *ret);
+int safe_atoi32(const char *s, int32_t *ret);
+
+/* ---- whole-file I/O ---------------------------------------------------- */
+
+/**
+ * read_full_fd - read until EOF or @max bytes into a new NUL-terminated
+ * buffer.  Larger content is an error, never silently cut.
+ * Returns: 0 and the buffer and its length, -EFBIG if larger than @max, -errno.
+ */
+int read_full_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
+int read_full_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
+
+/**
+ * write_all - write every byte, looping on short writes and EINTR.
+ * Returns: 0 or -errno.
+ */
+int write_all(int fd, const void *buf, size_t len);
+
+/**
+ * now_ns - clock_gettime(@clock) in nanoseconds.
+ */
+uint64_t now_ns(int clock);

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
+#include <string.h>
+
+#include "util/util.h"
+
+static enum log_level max_level = LOG_LEVEL_INFO;
+
+static const char *const level_names[_LOG_LEVEL_MAX] = {
+	[LOG_LEVEL_ERROR] = "error",
+	[LOG_LEVEL_WARNING] = "warning",
+	[LOG_LEVEL_NOTICE] = "notice",
+	[LOG_LEVEL_INFO] = "info",
+	[LOG_LEVEL_DEBUG] = "debug",
+};
+
+/* syslog priorities, so journald files each line under the right level */
+static const int level_prio[_LOG_LEVEL_MAX] = { 3, 4, 5, 6, 7 };
+
+void log_set_max_level(enum log_level level)
+{
+	if (level >= 0 && level < _LOG_LEVEL_MAX)
+		max_level = level;
+}
+
+enum log_level log_get_max_level(void)
+{
+	return max_level;
+}
+
+int log_level_from_string(const char *s)
+{
+	for (int i = 0; i < _LOG_LEVEL_MAX; i++)
+		if (s && strcmp(s, level_names[i]) == 0)
+			return i;
+	return -EINVAL;
+}
+
+int log_internal(enum log_level level, int error, const char *fmt, ...)
+{
+	int saved = errno;
+	char line[1024];
+	va_list ap;
+
+	if (level < 0 || level >= _LOG_LEVEL_MAX)
+		level = LOG_LEVEL_ERROR;
+	/* "%m" expands from errno: make it describe the error we were given */
+	if (error != 0)
+		errno = abs(error);
+	va_start(ap, fmt);
+	(void)vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "<%d>traced-probes: %s%s\n", level_prio[level],
+		level <= LOG_LEVEL_WARNING ? (level == LOG_LEVEL_ERROR ? "error: " : "warning: ") : "",
+		line);
+	errno = saved;
+	return -abs(error);
+}
