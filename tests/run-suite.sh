@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The whole test suite: a normal build and an ASan/UBSan build, each running
+# every Check suite (unit + end-to-end on the real kernel), then every
+# libFuzzer target for a bounded time.  Needs root for the kernel tests
+# (they are reported as SKIP otherwise).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+
+if [ "$(id -u)" = 0 ] && [ ! -e /sys/kernel/tracing/trace ]; then
+	mount -t tracefs nodev /sys/kernel/tracing || true
+fi
+
+run_build() {
+	local dir=$1; shift
+	if [ ! -d "$dir" ]; then
+		meson setup "$dir" "$@"
+	else
+		meson setup --reconfigure "$dir" "$@" >/dev/null
+	fi
+	ninja -C "$dir"
+	meson test -C "$dir" --print-errorlogs --num-processes 2
+}
+
+echo "== normal build"
+run_build build-test
+echo "== sanitizer build (address,undefined)"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	run_build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbench=false
+
+if command -v clang >/dev/null && [ "$FUZZ_SECONDS" -gt 0 ]; then
+	echo "== fuzz targets (${FUZZ_SECONDS}s each)"
+	if [ ! -d build-fuzz ]; then
+		CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false -Dbench=false
+	fi
+	ninja -C build-fuzz
+	for f in build-fuzz/tests/fuzz/fuzz_*; do
+		[ -x "$f" ] || continue
+		name=$(basename "$f")
+		corpus=tests/fuzz/corpus/${name#fuzz_}
+		work=$(mktemp -d)
+		[ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+		echo "-- $name"
+		"$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 "$work" 2>&1 | tail -n 3
+		rm -rf "$work"
+	done
+fi
+echo "== all suites passed"
