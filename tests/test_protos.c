@@ -62,7 +62,9 @@ static bool has_unknown_field(const ProtobufCMessage *m, uint32_t tag) {
 }
 
 START_TEST(test_sample_packets) {
-        size_t bundles = 0, trees = 0, threads = 0, configs = 0;
+        const Perfetto__Protos__TraceConfig *config = NULL;
+        const Perfetto__Protos__TraceUuid *uuid = NULL;
+        size_t bundles = 0, trees = 0, threads = 0, configs = 0, uuids = 0;
 
         ck_assert_ptr_nonnull(sample);
         ck_assert_uint_eq(sample->n_packet, SAMPLE_PACKETS);
@@ -97,6 +99,7 @@ START_TEST(test_sample_packets) {
                         const Perfetto__Protos__TraceConfig *c = p->trace_config;
 
                         configs++;
+                        config = c;
                         ck_assert_uint_eq(c->duration_ms, 1000);
                         ck_assert_uint_eq(c->n_buffers, 2);
                         ck_assert_int_eq(c->buffers[0]->fill_policy,
@@ -108,11 +111,20 @@ START_TEST(test_sample_packets) {
                         ck_assert(c->data_sources[1]->config->process_stats_config->scan_all_processes_on_start);
                         break;
                 }
+                case PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACE_UUID:
+                        uuids++;
+                        uuid = p->trace_uuid;
+                        ck_assert(uuid->has_msb && uuid->has_lsb);
+                        break;
                 default:
                         break;
                 }
         }
         ck_assert_uint_eq(bundles, SAMPLE_BUNDLES);
+        ck_assert_uint_eq(uuids, 1);
+        /* The service also echoes the id in the config's deprecated fields. */
+        ck_assert_int_eq(config->trace_uuid_msb, uuid->msb);
+        ck_assert_int_eq(config->trace_uuid_lsb, uuid->lsb);
         ck_assert_uint_ge(trees, 1);
         ck_assert_uint_gt(threads, 0);
         ck_assert_uint_eq(configs, 1);
