@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The daemon: one producer connected to a Perfetto tracing service, rebuilt
+ * from scratch whenever the service goes away, with backoff while it is not
+ * there.  tracefs is restored whenever the producer is torn down, and at
+ * start from whatever a killed predecessor left behind.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "probes/daemon.h"
+#include "probes/ftrace/ftrace.h"
+#include "probes/producer.h"
+#include "util/util.h"
+
+#define BACKOFF_MIN_MS 100u
+#define BACKOFF_MAX_MS 30000u
+
+struct daemon {
+	sd_event *event;
+	const char *address;
+	struct ftrace_host *ftrace;
+	struct producer *producer;
+	sd_event_source *retry;
+	sd_event_source *reap;       /* frees a dead producer outside its callbacks */
+	unsigned backoff_ms;
+	unsigned connections;
+};
+
+static int connect_now(struct daemon *d);
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	(void)connect_now(userdata);
+	return 0;
+}
+
+static void schedule_retry(struct daemon *d, unsigned delay_ms)
+{
+	int r;
+
+	d->retry = sd_event_source_disable_unref(d->retry);
+	r = sd_event_add_time_relative(d->event, &d->retry, CLOCK_MONOTONIC,
+				       (uint64_t)delay_ms * 1000, 10 * 1000, on_retry, d);
+	if (r < 0)
+		log_error_errno(r, "Failed to arm the reconnect timer: %m");
+}
+
+static int on_reap(sd_event_source *s, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	d->reap = sd_event_source_disable_unref(d->reap);
+	/* tears down every session: tracefs goes back to how we found it */
+	d->producer = producer_free(d->producer);
+	(void)sd_notify(0, "STATUS=Waiting for the tracing service");
+	schedule_retry(d, d->backoff_ms);
+	return 0;
+}
+
+static void on_disconnected(struct producer *p, int error, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	if (d->connections > 0) {
+		log_notice_errno(error, "Lost the tracing service (%m); sessions stopped, reconnecting");
+		d->backoff_ms = BACKOFF_MIN_MS;
+	} else {
+		log_debug_errno(error, "Tracing service not reachable at %s: %m", d->address);
+		/* doubles before each retry, as Perfetto's traced_probes */
+		d->backoff_ms = MIN(d->backoff_ms * 2, BACKOFF_MAX_MS);
+	}
+	d->connections = 0;
+	if (!d->reap && sd_event_add_defer(d->event, &d->reap, on_reap, d) < 0)
+		log_error("Failed to schedule the producer teardown");
+}
+
+static void on_registered(struct producer *p, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	d->connections++;
+	d->backoff_ms = BACKOFF_MIN_MS;
+	log_info("Connected to the tracing service at %s; data sources linux.ftrace and "
+		 "linux.process_stats registered", d->address);
+	(void)sd_notifyf(0, "READY=1\nSTATUS=Connected to %s", d->address);
+}
+
+static void on_ds_stopped(struct producer *p, const struct producer_ds_report *r, void *userdata)
+{
+	if (strcmp(r->name, "linux.ftrace") == 0)
+		log_info("ftrace session %llu stopped: %llu events, %llu lost in the kernel, "
+			 "%llu packets dropped (buffer full)",
+			 (unsigned long long)r->tracing_session_id, (unsigned long long)r->events,
+			 (unsigned long long)r->lost_events, (unsigned long long)r->packets_dropped);
+}
+
+static int connect_now(struct daemon *d)
+{
+	const struct producer_hooks hooks = {
+		.disconnected = on_disconnected,
+		.registered = on_registered,
+		.ds_stopped = on_ds_stopped,
+	};
+	int r;
+
+	d->retry = sd_event_source_disable_unref(d->retry);
+	if (d->producer)
+		return 0;
+	r = producer_new(d->event, d->ftrace, &hooks, d, &d->producer);
+	if (r >= 0)
+		r = producer_connect(d->producer, d->address);
+	if (r < 0) {
+		log_debug_errno(r, "Cannot connect to %s: %m; retrying in %u ms", d->address,
+				d->backoff_ms);
+		d->producer = producer_free(d->producer);
+		schedule_retry(d, d->backoff_ms);
+		d->backoff_ms = MIN(d->backoff_ms * 2, BACKOFF_MAX_MS);
+	}
+	return r;
+}
+
+static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	log_info("Received %s, stopping", strsignal((int)si->ssi_signo));
+	(void)sd_notify(0, "STOPPING=1");
+	return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	/* nothing to reload: report where we are instead */
+	log_info("SIGHUP: %s, %s", d->producer ? "connected or connecting" : "waiting to reconnect",
+		 producer_is_active(d->producer) ? "tracing" : "idle");
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: traced-probes [options]\n"
+		"       traced-probes record -o FILE [options]   (see traced-probes record --help)\n\n"
+		"Serve linux.ftrace and linux.process_stats to a Perfetto tracing service.\n\n"
+		"  -s, --socket ADDR       producer socket of the service (default:\n"
+		"                          $PERFETTO_PRODUCER_SOCK_NAME, /run/perfetto/traced-producer.sock\n"
+		"                          or /tmp/perfetto-producer); also host:port, vsock://cid:port\n"
+		"      --cleanup-after-crash  restore tracefs from a killed run's saved state and exit\n"
+		"  -l, --log-level LEVEL   error, warning, notice, info (default), debug\n"
+		"  -v, --version\n"
+		"  -h, --help\n");
+}
+
+int daemon_main(int argc, char **argv)
+{
+	enum { OPT_CLEANUP = 256 };
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "cleanup-after-crash", no_argument, NULL, OPT_CLEANUP },
+		{ "version", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	struct daemon d = { .backoff_ms = BACKOFF_MIN_MS };
+	sd_event_source *sigs[4] = {};
+	bool cleanup_only = false;
+	sigset_t mask;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "s:l:vh", longopts, NULL)) >= 0) {
+		switch (c) {
+		case 's':
+			d.address = optarg;
+			break;
+		case 'l':
+			r = log_level_from_string(optarg);
+			if (r < 0) {
+				log_error("Unknown log level '%s'", optarg);
+				return 2;
+			}
+			log_set_max_level(r);
+			break;
+		case OPT_CLEANUP:
+			cleanup_only = true;
+			break;
+		case 'v':
+			printf("traced-probes %s\n", TP_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (!d.address)
+		d.address = producer_default_socket();
+
+	r = ftrace_host_recover(NULL);
+	if (r > 0)
+		log_notice("Restored the tracefs state a previous run left behind (%d saved state%s)", r,
+			   r == 1 ? "" : "s");
+	else if (r < 0)
+		log_warning_errno(r, "Could not restore the tracefs state a previous run left behind: %m");
+	if (cleanup_only)
+		return r < 0 ? 1 : 0;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGPIPE);
+	(void)sigprocmask(SIG_BLOCK, &mask, NULL);
+
+	r = sd_event_default(&d.event);
+	if (r >= 0)
+		r = sd_event_add_signal(d.event, &sigs[0], SIGTERM, on_terminate, &d);
+	if (r >= 0)
+		r = sd_event_add_signal(d.event, &sigs[1], SIGINT, on_terminate, &d);
+	if (r >= 0)
+		r = sd_event_add_signal(d.event, &sigs[2], SIGHUP, on_hup, &d);
+	if (r >= 0)
+		r = sd_event_set_watchdog(d.event, true);
+	if (r >= 0)
+		r = ftrace_host_new(d.event, &d.ftrace);
+	if (r < 0) {
+		log_error_errno(r, "Failed to set up: %m");
+		goto out;
+	}
+	log_info("traced-probes %s starting; producer socket %s", TP_VERSION, d.address);
+	(void)connect_now(&d);
+	r = sd_event_loop(d.event);
+	if (r < 0)
+		log_error_errno(r, "Event loop failed: %m");
+out:
+	d.reap = sd_event_source_disable_unref(d.reap);
+	d.retry = sd_event_source_disable_unref(d.retry);
+	d.producer = producer_free(d.producer);
+	d.ftrace = ftrace_host_free(d.ftrace);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		sigs[i] = sd_event_source_disable_unref(sigs[i]);
+	d.event = sd_event_unref(d.event);
+	return r < 0 ? 1 : 0;
+}

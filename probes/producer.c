@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The producer's side of ProducerPort: handshake, data-source registration,
+ * the GetAsyncCommand stream and commits.  The order of the handshake and of
+ * every reply follows what the service expects from Perfetto's own
+ * traced_probes (see the fact sheet, 2.6 and 8.1).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ipc/ipc.h"
+#include "probes/ftrace/ftrace.h"
+#include "probes/producer-internal.h"
+#include "util/util.h"
+
+#define PRODUCER_NAME "perfetto.traced_probes"
+/* What Perfetto's traced_probes asks for: 2 MiB of 32 KiB pages. */
+#define SMB_SIZE_HINT (2u << 20)
+#define SMB_PAGE_HINT (32u << 10)
+/* The emulated SMB for transports that cannot pass fds (TCP, vsock). */
+#define EMULATION_SMB_SIZE (1u << 20)
+
+static const char *const method_names[_PRODUCER_METHOD_MAX] = {
+	[PRODUCER_METHOD_INITIALIZE_CONNECTION] = "InitializeConnection",
+	[PRODUCER_METHOD_REGISTER_DATA_SOURCE] = "RegisterDataSource",
+	[PRODUCER_METHOD_UNREGISTER_DATA_SOURCE] = "UnregisterDataSource",
+	[PRODUCER_METHOD_COMMIT_DATA] = "CommitData",
+	[PRODUCER_METHOD_GET_ASYNC_COMMAND] = "GetAsyncCommand",
+	[PRODUCER_METHOD_REGISTER_TRACE_WRITER] = "RegisterTraceWriter",
+	[PRODUCER_METHOD_UNREGISTER_TRACE_WRITER] = "UnregisterTraceWriter",
+	[PRODUCER_METHOD_NOTIFY_DATA_SOURCE_STARTED] = "NotifyDataSourceStarted",
+	[PRODUCER_METHOD_NOTIFY_DATA_SOURCE_STOPPED] = "NotifyDataSourceStopped",
+};
+
+const char *producer_default_socket(void)
+{
+	const char *env = getenv("PERFETTO_PRODUCER_SOCK_NAME");
+
+	if (env && *env)
+		return env;
+	if (access("/run/perfetto/", X_OK) == 0)
+		return "/run/perfetto/traced-producer.sock";
+	return "/tmp/perfetto-producer";
+}
+
+int producer_new(sd_event *e, struct ftrace_host *fh, const struct producer_hooks *hooks,
+		 void *userdata, struct producer **ret)
+{
+	struct producer *p;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->event = sd_event_ref(e);
+	p->ftrace = fh;
+	if (hooks)
+		p->hooks = *hooks;
+	p->userdata = userdata;
+	*ret = p;
+	return 0;
+}
+
+struct producer *producer_free(struct producer *p)
+{
+	if (!p)
+		return NULL;
+	/* every data source first: they restore tracefs and need the SMB */
+	while (p->instances)
+		producer_ds_destroy(p, p->instances, /* notify= */ false);
+	p->commit_source = sd_event_source_disable_unref(p->commit_source);
+	p->client = ipc_client_free(p->client);
+	p->smb = smb_free(p->smb);
+	free(p->emulation_buf);
+	p->event = sd_event_unref(p->event);
+	free(p);
+	return NULL;
+}
+
+bool producer_is_active(const struct producer *p)
+{
+	return p && p->instances;
+}
+
+void producer_fail(struct producer *p, int error)
+{
+	if (p->dead)
+		return;
+	p->dead = true;
+	if (p->hooks.disconnected)
+		p->hooks.disconnected(p, error, p->userdata);
+}
+
+static void on_disconnect(struct ipc_client *c, int error, void *userdata)
+{
+	struct producer *p = userdata;
+
+	log_debug_errno(error, "Connection to the tracing service closed: %m");
+	producer_fail(p, error ? error : -ECONNRESET);
+}
+
+/* Packs @m and invokes @method; @cb NULL means drop_reply. */
+int producer_invoke(struct producer *p, enum producer_method method, const ProtobufCMessage *m,
+		    ipc_client_reply_cb cb)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len = protobuf_c_message_get_packed_size(m);
+	int r;
+
+	if (p->dead || !p->client)
+		return -ENOTCONN;
+	if (p->method_ids[method] <= 0)
+		return -EPROTO;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	protobuf_c_message_pack(m, buf);
+	r = ipc_client_invoke(p->client, p->service_id, (uint32_t)p->method_ids[method], buf, len,
+			      -EBADF, cb, p, NULL);
+	if (r < 0)
+		log_debug_errno(r, "Failed to send %s: %m", method_names[method]);
+	return r;
+}
+
+static void on_register_reply(struct ipc_client *c, int error, const uint8_t *reply, size_t len,
+			      bool has_more, int fd, void *userdata)
+{
+	struct producer *p = userdata;
+
+	if (error < 0)
+		log_warning_errno(error, "The service refused a data source registration: %m");
+	if (++p->registered_replies == p->registered_sent && p->hooks.registered)
+		p->hooks.registered(p, p->userdata);
+}
+
+static int register_data_source(struct producer *p, const char *name, bool incremental_clear)
+{
+	Perfetto__Protos__RegisterDataSourceRequest req =
+		PERFETTO__PROTOS__REGISTER_DATA_SOURCE_REQUEST__INIT;
+	Perfetto__Protos__DataSourceDescriptor d = PERFETTO__PROTOS__DATA_SOURCE_DESCRIPTOR__INIT;
+	Perfetto__Protos__FtraceDescriptor fd = PERFETTO__PROTOS__FTRACE_DESCRIPTOR__INIT;
+	int r;
+
+	d.name = (char *)name;
+	d.has_will_notify_on_start = d.will_notify_on_start = true;
+	d.has_will_notify_on_stop = d.will_notify_on_stop = true;
+	if (incremental_clear)
+		d.has_handles_incremental_state_clear = d.handles_incremental_state_clear = true;
+	if (strcmp(name, PRODUCER_DS_FTRACE) == 0)
+		d.ftrace_descriptor = &fd;
+	req.data_source_descriptor = &d;
+	r = producer_invoke(p, PRODUCER_METHOD_REGISTER_DATA_SOURCE, &req.base, on_register_reply);
+	if (r >= 0)
+		p->registered_sent++;
+	return r;
+}
+
+static void on_initialize_reply(struct ipc_client *c, int error, const uint8_t *reply, size_t len,
+				bool has_more, int fd, void *userdata)
+{
+	struct producer *p = userdata;
+	Perfetto__Protos__InitializeConnectionResponse *resp;
+	int r;
+
+	if (error < 0) {
+		log_error_errno(error, "The tracing service refused InitializeConnection: %m");
+		producer_fail(p, error);
+		return;
+	}
+	resp = perfetto__protos__initialize_connection_response__unpack(NULL, len, reply);
+	if (!resp) {
+		log_error("The tracing service sent an undecodable InitializeConnection reply");
+		producer_fail(p, -EBADMSG);
+		return;
+	}
+	p->emulation = resp->use_shmem_emulation || !ipc_client_can_pass_fds(p->client);
+	perfetto__protos__initialize_connection_response__free_unpacked(resp, NULL);
+	log_debug("Connected to the tracing service%s",
+		  p->emulation ? " (shared memory emulated over the socket)" : "");
+
+	/* same order as Perfetto's traced_probes registers them */
+	r = register_data_source(p, PRODUCER_DS_FTRACE, false);
+	if (r >= 0)
+		r = register_data_source(p, PRODUCER_DS_PROCESS_STATS, true);
+	if (r < 0)
+		producer_fail(p, r);
+}
+
+static void on_bind(struct ipc_client *c, int error, uint32_t service_id, void *userdata)
+{
+	Perfetto__Protos__InitializeConnectionRequest init =
+		PERFETTO__PROTOS__INITIALIZE_CONNECTION_REQUEST__INIT;
+	Perfetto__Protos__GetAsyncCommandRequest cmd = PERFETTO__PROTOS__GET_ASYNC_COMMAND_REQUEST__INIT;
+	struct producer *p = userdata;
+	int r;
+
+	if (error < 0) {
+		log_error_errno(error, "Failed to bind ProducerPort: %m");
+		producer_fail(p, error);
+		return;
+	}
+	p->service_id = service_id;
+	for (int i = 0; i < _PRODUCER_METHOD_MAX; i++) {
+		p->method_ids[i] = ipc_client_get_method_id(c, service_id, method_names[i]);
+		if (p->method_ids[i] < 0) {
+			log_error("The tracing service has no ProducerPort.%s", method_names[i]);
+			producer_fail(p, -EPROTO);
+			return;
+		}
+	}
+
+	init.producer_name = (char *)PRODUCER_NAME;
+	init.has_shared_memory_size_hint_bytes = true;
+	init.shared_memory_size_hint_bytes = p->smb_size_hint ? p->smb_size_hint : SMB_SIZE_HINT;
+	init.has_shared_memory_page_size_hint_bytes = true;
+	init.shared_memory_page_size_hint_bytes = SMB_PAGE_HINT;
+	init.has_smb_scraping_mode = true;
+	init.smb_scraping_mode =
+		PERFETTO__PROTOS__INITIALIZE_CONNECTION_REQUEST__PRODUCER_SMBSCRAPING_MODE__SMB_SCRAPING_DISABLED;
+	init.sdk_version = (char *)"traced-probes " TP_VERSION;
+	r = producer_invoke(p, PRODUCER_METHOD_INITIALIZE_CONNECTION, &init.base, on_initialize_reply);
+	/* the command stream is opened at once, without waiting for the reply */
+	if (r >= 0)
+		r = producer_invoke(p, PRODUCER_METHOD_GET_ASYNC_COMMAND, &cmd.base,
+				    producer_on_async_command);
+	if (r < 0)
+		producer_fail(p, r);
+}
+
+static int producer_start(struct producer *p, struct ipc_client *c)
+{
+	int r;
+
+	p->client = c;
+	ipc_client_set_disconnect_callback(c, on_disconnect, p);
+	r = ipc_client_attach_event(c, p->event);
+	if (r < 0)
+		return r;
+	return ipc_client_bind_service(c, "ProducerPort", on_bind, p, NULL);
+}
+
+int producer_connect(struct producer *p, const char *address)
+{
+	struct ipc_client *c = NULL;
+	int r;
+
+	if (p->client)
+		return -EALREADY;
+	r = ipc_client_new(address, &c);
+	if (r < 0)
+		return r;
+	r = producer_start(p, c);
+	if (r < 0)
+		p->client = ipc_client_free(p->client);
+	return r;
+}
+
+int producer_adopt_fd(struct producer *p, int fd)
+{
+	struct ipc_client *c = NULL;
+	int r;
+
+	if (p->client) {
+		(void)close(fd);
+		return -EALREADY;
+	}
+	r = ipc_client_new_from_fd(fd, &c);
+	if (r < 0)
+		return r;
+	r = producer_start(p, c);
+	if (r < 0)
+		p->client = ipc_client_free(p->client);
+	return r;
+}
+
+void producer_set_smb_size_hint(struct producer *p, uint32_t bytes)
+{
+	p->smb_size_hint = bytes;
+}
+
+/* SetupTracing: the service's memfd, or our own buffer when emulating. */
+int producer_setup_smb(struct producer *p, uint32_t page_size_kb, int fd)
+{
+	size_t page_size = (size_t)page_size_kb * 1024;
+	int r;
+
+	if (p->smb) {
+		log_debug("Ignoring a second SetupTracing: the SMB lives as long as the connection");
+		return 0;
+	}
+	if (page_size < 4096 || page_size > 65536 || (page_size & (page_size - 1)))
+		return log_error_errno(-EINVAL, "The service sent an invalid SMB page size (%u KiB)",
+				       page_size_kb);
+	if (fd >= 0) {
+		r = smb_new_from_fd(fd, page_size, &p->smb);
+		if (r < 0)
+			return log_error_errno(r, "Failed to map the shared memory buffer: %m");
+	} else if (p->emulation) {
+		r = posix_memalign(&p->emulation_buf, 4096, EMULATION_SMB_SIZE);
+		if (r != 0)
+			return -r;
+		memset(p->emulation_buf, 0, EMULATION_SMB_SIZE);
+		r = smb_new(p->emulation_buf, EMULATION_SMB_SIZE, page_size, &p->smb);
+		if (r < 0)
+			return log_error_errno(r, "Failed to set up the emulated buffer: %m");
+	} else {
+		return log_error_errno(-EBADF, "SetupTracing arrived without the shared memory fd");
+	}
+	smb_set_commit_hook(p->smb, producer_commit_hook, p);
+	log_debug("Shared memory buffer: %zu KiB in %zu KiB pages", smb_size(p->smb) / 1024,
+		  page_size / 1024);
+	return 0;
+}

@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `traced-probes record`: the producer on the main thread, the in-process
+ * service on its own thread, joined by a socketpair.  The service creates
+ * the memfd SMB and sends it with SetupTracing exactly as traced would, so
+ * what lands in the file went through the same protocol as in production.
+ */
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "probes/ftrace/ftrace.h"
+#include "probes/producer.h"
+#include "probes/recorder.h"
+#include "service/service.h"
+#include "util/util.h"
+
+#define RECORDER_MAX_REPORTS 8
+/* The session starts once our data sources are registered, or after this. */
+#define REGISTER_TIMEOUT_US (5 * 1000000ull)
+
+struct recorder {
+	const struct recorder_options *opts;
+	Perfetto__Protos__TraceConfig *cfg;
+	int out_fd;
+	char *tmp_path;
+
+	/* service thread */
+	pthread_t svc_thread;
+	bool svc_thread_started;
+	int svc_sock;
+	int stop_efd;            /* main -> service: stop the session now */
+	int done_efd;            /* service -> main: the session is over */
+	int session_error;
+	bool session_started;
+	struct svc_session_stats svc_stats;
+	uint64_t svc_cpu_ns;
+
+	/* main thread */
+	sd_event *event;
+	struct ftrace_host *ftrace;
+	struct producer *producer;
+	int producer_error;
+	struct producer_ds_report reports[RECORDER_MAX_REPORTS];
+	size_t n_reports;
+	unsigned stop_requests;
+	uint64_t start_ns, end_ns;
+};
+
+struct svc_ctx {
+	struct recorder *rec;
+	sd_event *event;
+	struct svc *svc;
+	struct svc_session *session;
+	sd_event_source *register_timeout;
+};
+
+void recorder_options_init(struct recorder_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->duration_ms = 10000;
+	o->compact_sched = -1;
+	o->process_names = true;
+	/* enough for a busy 2-CPU machine between two drains, without overruns */
+	o->buffer_size_kb = 8192;
+	o->service_buffer_kb = 65536;
+}
+
+/* ---- service thread ----------------------------------------------------- */
+
+static void on_session_done(struct svc_session *ss, int error, void *userdata)
+{
+	struct svc_ctx *ctx = userdata;
+	uint64_t one = 1;
+
+	ctx->rec->session_error = error;
+	(void)svc_session_get_stats(ss, &ctx->rec->svc_stats);
+	(void)sd_event_exit(ctx->event, 0);
+	(void)write(ctx->rec->done_efd, &one, sizeof(one));
+}
+
+static void start_session(struct svc_ctx *ctx)
+{
+	const struct svc_session_hooks hooks = { .done = on_session_done };
+	int r;
+
+	if (ctx->session)
+		return;
+	ctx->register_timeout = sd_event_source_disable_unref(ctx->register_timeout);
+	r = svc_session_start(ctx->svc, ctx->rec->cfg, ctx->rec->out_fd, &hooks, ctx, &ctx->session);
+	if (r < 0) {
+		uint64_t one = 1;
+
+		log_error_errno(r, "Failed to start the tracing session: %m");
+		ctx->rec->session_error = r;
+		(void)sd_event_exit(ctx->event, 0);
+		(void)write(ctx->rec->done_efd, &one, sizeof(one));
+		return;
+	}
+	ctx->rec->session_started = true;
+}
+
+static void on_producer_change(struct svc *s, void *userdata)
+{
+	struct svc_ctx *ctx = userdata;
+
+	if (!ctx->session && svc_data_sources_available(s, ctx->rec->cfg))
+		start_session(ctx);
+}
+
+static int on_register_timeout(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	log_warning("Not every data source of the config registered in time; recording what is there");
+	start_session(userdata);
+	return 0;
+}
+
+static int on_stop_request(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct svc_ctx *ctx = userdata;
+	uint64_t v;
+
+	(void)read(fd, &v, sizeof(v));
+	if (ctx->session)
+		(void)svc_session_stop(ctx->session);
+	else
+		on_session_done(NULL, -ECANCELED, ctx);
+	return 0;
+}
+
+static void *svc_thread_main(void *userdata)
+{
+	struct svc_ctx ctx = { .rec = userdata };
+	sd_event_source *stop_src = NULL;
+	struct timespec ts;
+	int r;
+
+	r = sd_event_new(&ctx.event);
+	if (r >= 0)
+		r = svc_new(ctx.event, NULL, &ctx.svc);
+	if (r >= 0) {
+		svc_set_producer_hook(ctx.svc, on_producer_change, &ctx);
+		r = svc_adopt_connection(ctx.svc, TAKE_FD(ctx.rec->svc_sock));
+	}
+	if (r >= 0)
+		r = sd_event_add_io(ctx.event, &stop_src, ctx.rec->stop_efd, EPOLLIN, on_stop_request, &ctx);
+	if (r >= 0)
+		r = sd_event_add_time_relative(ctx.event, &ctx.register_timeout, CLOCK_MONOTONIC,
+					       REGISTER_TIMEOUT_US, 0, on_register_timeout, &ctx);
+	if (r >= 0)
+		r = sd_event_loop(ctx.event);
+	if (r < 0) {
+		uint64_t one = 1;
+
+		log_error_errno(r, "The in-process tracing service failed: %m");
+		ctx.rec->session_error = r;
+		(void)write(ctx.rec->done_efd, &one, sizeof(one));
+	}
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+		ctx.rec->svc_cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	ctx.session = svc_session_free(ctx.session);
+	ctx.register_timeout = sd_event_source_disable_unref(ctx.register_timeout);
+	stop_src = sd_event_source_disable_unref(stop_src);
+	ctx.svc = svc_free(ctx.svc);
+	ctx.event = sd_event_unref(ctx.event);
+	return NULL;
+}
+
+/* ---- main thread -------------------------------------------------------- */
+
+static void request_stop(struct recorder *rec)
+{
+	uint64_t one = 1;
+
+	(void)write(rec->stop_efd, &one, sizeof(one));
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct recorder *rec = userdata;
+
+	if (rec->stop_requests++ == 0) {
+		if (!rec->opts->quiet)
+			fprintf(stderr, "\nStopping: flushing what was recorded (Ctrl-C again to abort)...\n");
+		request_stop(rec);
+	} else {
+		log_warning("Aborting: the trace file will be incomplete");
+		rec->session_error = -EINTR;
+		(void)sd_event_exit(sd_event_source_get_event(s), 0);
+	}
+	return 0;
+}
+
+static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	uint64_t v;
+
+	(void)read(fd, &v, sizeof(v));
+	return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+static void on_ds_stopped(struct producer *p, const struct producer_ds_report *r, void *userdata)
+{
+	struct recorder *rec = userdata;
+
+	if (rec->n_reports < RECORDER_MAX_REPORTS)
+		rec->reports[rec->n_reports++] = *r;
+}
+
+static void on_producer_disconnected(struct producer *p, int error, void *userdata)
+{
+	struct recorder *rec = userdata;
+
+	/* the service closes the connection only when it goes away */
+	rec->producer_error = error;
+	request_stop(rec);
+}
+
+static int open_output(struct recorder *rec, const char *output)
+{
+	_cleanup_free_ char *dir_copy = strdup(output), *base_copy = strdup(output);
+	char *tmp;
+	int fd;
+
+	if (!dir_copy || !base_copy)
+		return -ENOMEM;
+	if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(dir_copy), basename(base_copy)) < 0)
+		return -ENOMEM;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		int r = -errno;
+		free(tmp);
+		return r;
+	}
+	(void)fchmod(fd, 0644);
+	rec->out_fd = fd;
+	rec->tmp_path = tmp;
+	return 0;
+}
+
+/* Only a complete trace gets the name the user asked for. */
+static int finish_output(struct recorder *rec, bool ok)
+{
+	int r = 0;
+
+	if (ok && fsync(rec->out_fd) < 0)
+		r = -errno;
+	if (close(rec->out_fd) < 0 && r == 0)
+		r = -errno;
+	rec->out_fd = -EBADF;
+	if (ok && r == 0 && rename(rec->tmp_path, rec->opts->output) < 0)
+		r = -errno;
+	if (!ok || r < 0)
+		(void)unlink(rec->tmp_path);
+	return r;
+}
+
+static void print_summary(const struct recorder *rec, uint64_t file_bytes)
+{
+	double secs = (double)(rec->end_ns - rec->start_ns) / 1e9;
+
+	fprintf(stderr, "Recorded %.1f s into %s (%.1f MiB)\n", secs, rec->opts->output,
+		(double)file_bytes / (1024.0 * 1024.0));
+	for (size_t i = 0; i < rec->n_reports; i++) {
+		const struct producer_ds_report *r = &rec->reports[i];
+
+		if (strcmp(r->name, "linux.ftrace") == 0) {
+			fprintf(stderr, "  ftrace: %llu events, %.1f bytes/event in the SMB\n",
+				(unsigned long long)r->events,
+				r->events ? (double)r->bytes / (double)r->events : 0.0);
+			fprintf(stderr, "    cpu       events   lost(kernel)  pages-with-loss\n");
+			for (unsigned c = 0; c < r->n_cpus; c++)
+				fprintf(stderr, "    %3u %12llu %14llu %16llu\n", c,
+					(unsigned long long)r->cpu[c].events,
+					(unsigned long long)r->cpu[c].lost_events,
+					(unsigned long long)r->cpu[c].pages_with_loss);
+			if (r->lost_events)
+				fprintf(stderr, "  LOST: the kernel dropped %llu events (ring buffer full);"
+					" try a larger -b or a shorter drain period\n",
+					(unsigned long long)r->lost_events);
+			else
+				fprintf(stderr, "  no events lost in the kernel\n");
+		} else {
+			fprintf(stderr, "  process_stats: %llu process and thread entries\n",
+				(unsigned long long)r->events);
+		}
+		if (r->packets_dropped)
+			fprintf(stderr, "  LOST: %llu packets found the shared memory buffer full\n",
+				(unsigned long long)r->packets_dropped);
+	}
+	if (rec->svc_stats.packets_lost || rec->svc_stats.chunks_discarded ||
+	    rec->svc_stats.abi_violations || rec->svc_stats.invalid_packets)
+		fprintf(stderr, "  LOST in the service: %llu packets, %llu chunks discarded,"
+			" %llu ABI violations, %llu invalid packets\n",
+			(unsigned long long)rec->svc_stats.packets_lost,
+			(unsigned long long)rec->svc_stats.chunks_discarded,
+			(unsigned long long)rec->svc_stats.abi_violations,
+			(unsigned long long)rec->svc_stats.invalid_packets);
+}
+
+int recorder_run(const struct recorder_options *o)
+{
+	struct recorder rec = { .opts = o, .out_fd = -EBADF, .svc_sock = -EBADF, .stop_efd = -EBADF,
+				.done_efd = -EBADF };
+	sd_event_source *sig_int = NULL, *sig_term = NULL, *done_src = NULL;
+	char err[512] = "";
+	int sv[2] = { -EBADF, -EBADF };
+	sigset_t mask;
+	struct stat st;
+	int r;
+
+	r = o->config_path ? recorder_config_load(o->config_path, &rec.cfg, err, sizeof(err))
+			   : recorder_config_from_options(o, &rec.cfg, err, sizeof(err));
+	if (r < 0) {
+		log_error("Invalid trace config: %s", err[0] ? err : strerror(-r));
+		return r;
+	}
+	r = open_output(&rec, o->output);
+	if (r < 0) {
+		log_error_errno(r, "Cannot create the output file next to '%s': %m", o->output);
+		goto out;
+	}
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGPIPE);
+	/* blocked before the service thread starts, so it inherits the mask */
+	(void)pthread_sigmask(SIG_BLOCK, &mask, NULL);
+
+	rec.stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	rec.done_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (rec.stop_efd < 0 || rec.done_efd < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		r = log_error_errno(-errno, "Failed to set up the in-process service: %m");
+		goto out;
+	}
+	rec.svc_sock = sv[1];
+
+	r = sd_event_new(&rec.event);
+	if (r >= 0)
+		r = sd_event_add_signal(rec.event, &sig_int, SIGINT, on_signal, &rec);
+	if (r >= 0)
+		r = sd_event_add_signal(rec.event, &sig_term, SIGTERM, on_signal, &rec);
+	if (r >= 0)
+		r = sd_event_add_io(rec.event, &done_src, rec.done_efd, EPOLLIN, on_done, &rec);
+	if (r >= 0)
+		r = ftrace_host_new(rec.event, &rec.ftrace);
+	if (r >= 0) {
+		const struct producer_hooks hooks = {
+			.disconnected = on_producer_disconnected,
+			.ds_stopped = on_ds_stopped,
+		};
+		r = producer_new(rec.event, rec.ftrace, &hooks, &rec, &rec.producer);
+	}
+	if (r < 0) {
+		log_error_errno(r, "Failed to set up the recorder: %m");
+		goto out;
+	}
+	r = pthread_create(&rec.svc_thread, NULL, svc_thread_main, &rec);
+	if (r != 0) {
+		r = log_error_errno(-r, "Failed to start the service thread: %m");
+		goto out;
+	}
+	rec.svc_thread_started = true;
+	r = producer_adopt_fd(rec.producer, TAKE_FD(sv[0]));
+	if (r < 0) {
+		log_error_errno(r, "Failed to connect to the in-process service: %m");
+		request_stop(&rec);
+	}
+	if (!o->quiet)
+		fprintf(stderr, "Recording for %.1f s into %s (Ctrl-C to stop early)...\n",
+			(double)(rec.cfg->has_duration_ms ? rec.cfg->duration_ms : 0) / 1000.0, o->output);
+	rec.start_ns = now_ns(CLOCK_MONOTONIC);
+	r = sd_event_loop(rec.event);
+	rec.end_ns = now_ns(CLOCK_MONOTONIC);
+	if (r < 0)
+		log_error_errno(r, "Event loop failed: %m");
+	/* the service thread ends on its own once the session is done */
+	if (rec.session_error == -EINTR)
+		request_stop(&rec);
+	(void)pthread_join(rec.svc_thread, NULL);
+	rec.svc_thread_started = false;
+	rec.producer = producer_free(rec.producer);
+	rec.ftrace = ftrace_host_free(rec.ftrace);
+
+	if (rec.session_error < 0) {
+		r = rec.session_error;
+		log_error_errno(r, "The recording failed: %m; no trace was written");
+		(void)finish_output(&rec, false);
+		goto out;
+	}
+	if (fstat(rec.out_fd, &st) < 0)
+		st.st_size = 0;
+	r = finish_output(&rec, true);
+	if (r < 0) {
+		log_error_errno(r, "Failed to write '%s': %m", o->output);
+		goto out;
+	}
+	if (!o->quiet)
+		print_summary(&rec, (uint64_t)st.st_size);
+	r = 0;
+out:
+	if (rec.svc_thread_started) {
+		request_stop(&rec);
+		(void)pthread_join(rec.svc_thread, NULL);
+	}
+	if (rec.out_fd >= 0)
+		(void)finish_output(&rec, false);
+	rec.producer = producer_free(rec.producer);
+	rec.ftrace = ftrace_host_free(rec.ftrace);
+	sig_int = sd_event_source_disable_unref(sig_int);
+	sig_term = sd_event_source_disable_unref(sig_term);
+	done_src = sd_event_source_disable_unref(done_src);
+	rec.event = sd_event_unref(rec.event);
+	if (sv[0] >= 0)
+		(void)close(sv[0]);
+	if (rec.svc_sock >= 0)
+		(void)close(rec.svc_sock);
+	if (rec.stop_efd >= 0)
+		(void)close(rec.stop_efd);
+	if (rec.done_efd >= 0)
+		(void)close(rec.done_efd);
+	free(rec.tmp_path);
+	if (rec.cfg)
+		protobuf_c_message_free_unpacked(&rec.cfg->base, NULL);
+	return r;
+}
+
+/* ---- command line ------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: traced-probes record -o FILE [options]\n"
+		"Record a scheduler trace to FILE (Perfetto format) without a Perfetto install.\n\n"
+		"  -o, --output FILE        where to write the trace (required)\n"
+		"  -t, --time DURATION      how long to record: 500ms, 10s, 2m (default 10s)\n"
+		"  -b, --buffer SIZE        per-CPU kernel ring buffer: 4096, 8m (default 8m)\n"
+		"  -e, --event GROUP/NAME   an ftrace event to record, repeatable; GROUP/* for a\n"
+		"                           whole group (default sched/sched_switch and\n"
+		"                           sched/sched_waking)\n"
+		"      --compact-sched      columnar sched_switch/sched_waking (the default)\n"
+		"      --no-compact-sched   one message per sched event\n"
+		"      --process-names      scan /proc for process and thread names (default)\n"
+		"      --no-process-names   do not\n"
+		"  -p, --drain-period MS    how often to read the kernel buffers (default 100)\n"
+		"  -i, --instance NAME      record from the tracefs instance NAME (must exist)\n"
+		"  -c, --config FILE        a Perfetto TraceConfig (text or binary) instead of\n"
+		"                           the options above\n"
+		"  -q, --quiet              no progress or summary\n"
+		"  -h, --help\n");
+}
+
+int recorder_main(int argc, char **argv)
+{
+	enum { OPT_COMPACT = 256, OPT_NO_COMPACT, OPT_PROCESS, OPT_NO_PROCESS };
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "time", required_argument, NULL, 't' },
+		{ "buffer", required_argument, NULL, 'b' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "drain-period", required_argument, NULL, 'p' },
+		{ "instance", required_argument, NULL, 'i' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "compact-sched", no_argument, NULL, OPT_COMPACT },
+		{ "no-compact-sched", no_argument, NULL, OPT_NO_COMPACT },
+		{ "process-names", no_argument, NULL, OPT_PROCESS },
+		{ "no-process-names", no_argument, NULL, OPT_NO_PROCESS },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	struct recorder_options o;
+	int c, r;
+
+	recorder_options_init(&o);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:t:b:e:p:i:c:qh", longopts, NULL)) >= 0) {
+		switch (c) {
+		case 'o':
+			o.output = optarg;
+			break;
+		case 't':
+			if (recorder_parse_duration_ms(optarg, &o.duration_ms) < 0 || o.duration_ms == 0) {
+				log_error("Invalid duration '%s' (e.g. 500ms, 10s, 2m)", optarg);
+				return 2;
+			}
+			break;
+		case 'b':
+			if (recorder_parse_size_kb(optarg, &o.buffer_size_kb) < 0) {
+				log_error("Invalid buffer size '%s' (e.g. 4096, 8m)", optarg);
+				return 2;
+			}
+			break;
+		case 'e':
+			if (o.n_events >= RECORDER_MAX_EVENTS) {
+				log_error("Too many -e options (at most %d)", RECORDER_MAX_EVENTS);
+				return 2;
+			}
+			o.events[o.n_events++] = optarg;
+			break;
+		case 'p': {
+			uint32_t ms;
+			if (safe_atou32(optarg, &ms) < 0 || ms == 0 || ms > 60000) {
+				log_error("Invalid drain period '%s' (1..60000 ms)", optarg);
+				return 2;
+			}
+			o.drain_period_ms = ms;
+			break;
+		}
+		case 'i':
+			o.instance = optarg;
+			break;
+		case 'c':
+			o.config_path = optarg;
+			break;
+		case OPT_COMPACT:
+			o.compact_sched = 1;
+			break;
+		case OPT_NO_COMPACT:
+			o.compact_sched = 0;
+			break;
+		case OPT_PROCESS:
+			o.process_names = true;
+			break;
+		case OPT_NO_PROCESS:
+			o.process_names = false;
+			break;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!o.output || optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	r = recorder_run(&o);
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The recorder's trace config: either a Perfetto TraceConfig file (text or
+ * binary), or one built from command-line flags.  Flags are turned into the
+ * same text format a user would write, so both paths go through one parser
+ * and produce the same trace shape.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <strings.h>
+#include <string.h>
+
+#include "probes/pbtxt.h"
+#include "probes/recorder.h"
+#include "protos/perfetto/config/trace_config.pb-c.h"
+#include "util/util.h"
+
+#define CONFIG_MAX_BYTES (4u << 20)
+
+int recorder_parse_duration_ms(const char *s, uint64_t *ret)
+{
+	char *end;
+	double v;
+	double mult = 1000.0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -EINVAL;
+	if (strcmp(end, "ms") == 0)
+		mult = 1.0;
+	else if (strcmp(end, "s") == 0 || *end == '\0')
+		mult = 1000.0;
+	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+		mult = 60000.0;
+	else if (strcmp(end, "h") == 0)
+		mult = 3600000.0;
+	else
+		return -EINVAL;
+	v *= mult;
+	/* TraceConfig.duration_ms is a uint32 */
+	if (v > (double)UINT32_MAX)
+		return -ERANGE;
+	*ret = (uint64_t)v;
+	return 0;
+}
+
+int recorder_parse_size_kb(const char *s, uint32_t *ret)
+{
+	char *end;
+	unsigned long long v;
+	unsigned long long mult = 1;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -ERANGE;
+	if (*end == '\0' || strcasecmp(end, "k") == 0 || strcasecmp(end, "kb") == 0)
+		mult = 1;
+	else if (strcasecmp(end, "m") == 0 || strcasecmp(end, "mb") == 0)
+		mult = 1024;
+	else if (strcasecmp(end, "g") == 0 || strcasecmp(end, "gb") == 0)
+		mult = 1024 * 1024;
+	else
+		return -EINVAL;
+	if (v == 0 || v > UINT32_MAX / mult)
+		return -ERANGE;
+	*ret = (uint32_t)(v * mult);
+	return 0;
+}
+
+/* Event names from the command line go into a quoted pbtxt string. */
+static bool event_name_ok(const char *e)
+{
+	size_t n = strlen(e);
+
+	if (n == 0 || n > 256)
+		return false;
+	for (const char *c = e; *c; c++)
+		if (!(*c == '_' || *c == '/' || *c == '*' || (*c >= 'a' && *c <= 'z') ||
+		      (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
+			return false;
+	return true;
+}
+
+int recorder_config_text_from_options(const struct recorder_options *o, char **ret)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	static const char *const default_events[] = {
+		"sched/sched_switch", "sched/sched_waking",
+	};
+	/* keep names current for processes that come and go mid-trace */
+	static const char *const process_events[] = {
+		"sched/sched_wakeup_new", "sched/sched_process_fork", "sched/sched_process_exit",
+		"sched/sched_process_free", "task/task_newtask", "task/task_rename",
+	};
+
+	f = open_memstream(&text, &len);
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "buffers { size_kb: %u fill_policy: DISCARD }\n", o->service_buffer_kb);
+	if (o->process_names)
+		fprintf(f, "buffers { size_kb: %u fill_policy: DISCARD }\n", 8192u);
+	fprintf(f, "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
+		   "  ftrace_config {\n");
+	if (o->n_events == 0) {
+		for (size_t i = 0; i < ARRAY_SIZE(default_events); i++)
+			fprintf(f, "    ftrace_events: \"%s\"\n", default_events[i]);
+	}
+	for (size_t i = 0; i < o->n_events; i++) {
+		if (!event_name_ok(o->events[i])) {
+			fclose(f);
+			return -EINVAL;
+		}
+		fprintf(f, "    ftrace_events: \"%s\"\n", o->events[i]);
+	}
+	if (o->process_names)
+		for (size_t i = 0; i < ARRAY_SIZE(process_events); i++)
+			fprintf(f, "    ftrace_events: \"%s\"\n", process_events[i]);
+	if (o->compact_sched >= 0)
+		fprintf(f, "    compact_sched { enabled: %s }\n", o->compact_sched ? "true" : "false");
+	if (o->buffer_size_kb)
+		fprintf(f, "    buffer_size_kb: %u\n", o->buffer_size_kb);
+	if (o->drain_period_ms)
+		fprintf(f, "    drain_period_ms: %u\n", o->drain_period_ms);
+	if (o->instance) {
+		if (!event_name_ok(o->instance) || strchr(o->instance, '/') || strchr(o->instance, '*')) {
+			fclose(f);
+			return -EINVAL;
+		}
+		fprintf(f, "    instance_name: \"%s\"\n", o->instance);
+	}
+	fprintf(f, "  } } }\n");
+	if (o->process_names)
+		fprintf(f, "data_sources { config { name: \"linux.process_stats\" target_buffer: 1\n"
+			   "  process_stats_config { scan_all_processes_on_start: true "
+			   "record_thread_names: true } } }\n");
+	fprintf(f, "duration_ms: %llu\n", (unsigned long long)o->duration_ms);
+	if (fclose(f) != 0 || !text)
+		return -ENOMEM;
+	*ret = TAKE_PTR(text);
+	return 0;
+}
+
+int recorder_config_load(const char *path, Perfetto__Protos__TraceConfig **ret, char *err,
+			 size_t err_len)
+{
+	_cleanup_free_ char *data = NULL;
+	ProtobufCMessage *m = NULL;
+	size_t len;
+	int r;
+
+	r = read_full_file_at(AT_FDCWD, path, CONFIG_MAX_BYTES, &data, &len);
+	if (r < 0) {
+		snprintf(err, err_len, "cannot read '%s': %s", path, strerror(-r));
+		return r;
+	}
+	/* Text configs are what people keep; a binary one has bytes text cannot hold. */
+	if (memchr(data, '\0', len) == NULL) {
+		r = pbtxt_parse(&perfetto__protos__trace_config__descriptor, data, len, &m, err,
+				err_len);
+		if (r < 0)
+			return r;
+	} else {
+		m = protobuf_c_message_unpack(&perfetto__protos__trace_config__descriptor, NULL, len,
+					      (const uint8_t *)data);
+		if (!m) {
+			snprintf(err, err_len, "'%s' is neither a text nor a binary TraceConfig", path);
+			return -EBADMSG;
+		}
+	}
+	*ret = (Perfetto__Protos__TraceConfig *)m;
+	return 0;
+}
+
+int recorder_config_from_options(const struct recorder_options *o,
+				 Perfetto__Protos__TraceConfig **ret, char *err, size_t err_len)
+{
+	_cleanup_free_ char *text = NULL;
+	ProtobufCMessage *m = NULL;
+	int r;
+
+	r = recorder_config_text_from_options(o, &text);
+	if (r < 0) {
+		snprintf(err, err_len, "invalid event or instance name on the command line");
+		return r;
+	}
+	r = pbtxt_parse(&perfetto__protos__trace_config__descriptor, text, strlen(text), &m, err,
+			err_len);
+	if (r < 0)
+		return r;
+	*ret = (Perfetto__Protos__TraceConfig *)m;
+	return 0;
+}
