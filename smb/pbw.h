@@ -37,8 +37,11 @@ struct pbw;
 
 /*
  * Must leave at least @min_bytes contiguous room in [cur, end), or switch the
- * writer to its discard sink and return -ENOSPC.  Called with
- * w->cur possibly < w->end (the tail is abandoned, not written).
+ * writer to its discard sink (pbw_enter_discard()) and return -ENOSPC.
+ * Called with w->cur possibly < w->end (the tail is abandoned, not written).
+ * Before it returns, every size_field[] entry that points into memory the
+ * owner gives up must be redirected (to a patch slot) or set to NULL.
+ * Never called while the writer is discarding.
  */
 typedef int (*pbw_refill_fn)(struct pbw *w, size_t min_bytes);
 
@@ -52,7 +55,11 @@ struct pbw {
 	unsigned depth;
 	bool discarding;          /* refill failed: bytes go to the sink */
 	uint64_t discarded;       /* bytes written while discarding */
-	/* per open nested message: where its length lives, where its payload starts */
+	/*
+	 * Per open nested message: where its 4-byte length lives (NULL: the
+	 * owner dropped it, nothing is written) and the stream offset of its
+	 * payload.
+	 */
 	uint8_t *size_field[PBW_MAX_NESTING];
 	uint64_t payload_start[PBW_MAX_NESTING];
 	uint8_t sink[64];
@@ -73,13 +80,20 @@ static inline void pbw_reset_range(struct pbw *w, uint8_t *buf, size_t len)
 	w->range_base += (uint64_t)(w->cur - w->range_start);
 	w->range_start = buf;
 	w->cur = buf;
-	w->end = buf + len;
+	w->end = len ? buf + len : buf;
 }
 
 /**
- * pbw_enter_discard - owner-side: send all further bytes to the sink.
+ * pbw_enter_discard - owner-side: send all further bytes to the sink.  The
+ * stream position keeps advancing; pbw_overflowed() turns true.
  */
 void pbw_enter_discard(struct pbw *w);
+
+/**
+ * pbw_leave_discard - owner-side: stop discarding and continue writing at
+ * [@buf, @buf+@len).  Only between messages (depth 0).
+ */
+void pbw_leave_discard(struct pbw *w, uint8_t *buf, size_t len);
 
 /* Offset of the cursor in the whole stream since pbw_init. */
 static inline uint64_t pbw_position(const struct pbw *w)
@@ -92,6 +106,12 @@ static inline bool pbw_overflowed(const struct pbw *w)
 	return w->discarding;
 }
 
+/**
+ * pbw_refill_slow - the fast path ran out of room: ask the owner's refill
+ * for at least @min_bytes (<= PBW_MAX_CONTIGUOUS) contiguous bytes, or
+ * continue in the discard sink.
+ * Returns: 0, or -ENOSPC when the bytes now go to the sink.
+ */
 int pbw_refill_slow(struct pbw *w, size_t min_bytes);
 
 /* Guarantee @n contiguous bytes at w->cur (n <= PBW_MAX_CONTIGUOUS). */
@@ -157,6 +177,20 @@ static inline void pbw_fixed64(struct pbw *w, uint32_t field, uint64_t v)
 	w->cur += 8;
 }
 
+static inline void pbw_fixed32(struct pbw *w, uint32_t field, uint32_t v)
+{
+	pbw_reserve(w, 9);
+	w->cur = pbw_put_varint_raw(w->cur, ((uint64_t)field << 3) | PBW_WIRE_FIXED32);
+	memcpy(w->cur, &v, 4);
+	w->cur += 4;
+}
+
+/* sint32/sint64: zigzag, so small negative values stay short. */
+static inline void pbw_sint(struct pbw *w, uint32_t field, int64_t v)
+{
+	pbw_varint(w, field, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
 static inline void pbw_double(struct pbw *w, uint32_t field, double d)
 {
 	uint64_t v;
@@ -195,13 +229,19 @@ static inline void pbw_string(struct pbw *w, uint32_t field, const char *s)
 }
 
 /**
- * pbw_begin_nested - open a length-delimited sub-message at @field.
+ * pbw_begin_nested - open a length-delimited sub-message at @field (also
+ * used for packed repeated fields).  The tag and the 4-byte length are kept
+ * contiguous, so a length never straddles two backing ranges.
  * Deeper than PBW_MAX_NESTING is a programming error (asserted).
  */
 void pbw_begin_nested(struct pbw *w, uint32_t field);
 
 /**
  * pbw_end_nested - close the innermost sub-message and back-fill its length.
+ * Like protozero, a message of at most 127 bytes that lies wholly in the
+ * current range is compacted to a 1-byte length (its payload moves back 3
+ * bytes, so the stream position drops by 3); otherwise the length is a
+ * 4-byte redundant varint.
  * Returns: the payload size of the closed message.
  */
 uint32_t pbw_end_nested(struct pbw *w);
