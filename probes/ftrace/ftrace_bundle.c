@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ftrace_bundle - the drain hot path: walk pages, pick this session's
+ * records, encode them into FtraceEventBundle packets.  Nothing here
+ * allocates, makes a syscall or compares strings; per record it is an
+ * array lookup by event id and a switch over precomputed field kinds.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "probes/ftrace/ftrace_parse_internal.h"
+#include "smb/pbw.h"
+#include "smb/smb.h"
+#include "util/util.h"
+
+/* TracePacket / FtraceEventBundle / FtraceEvent field numbers. */
+enum {
+	PACKET_FTRACE_EVENTS = 1,
+	BUNDLE_CPU = 1,
+	BUNDLE_EVENT = 2,
+	BUNDLE_LOST_EVENTS = 3,
+	BUNDLE_FTRACE_CLOCK = 5,
+	BUNDLE_FTRACE_TIMESTAMP = 6,
+	BUNDLE_BOOT_TIMESTAMP = 7,
+	BUNDLE_ERROR = 8,
+	BUNDLE_PREVIOUS_END_TS = 10,
+	BUNDLE_GENERIC_DESCRIPTORS = 11,
+	ERROR_TIMESTAMP = 1,
+	ERROR_STATUS = 2,
+	EVENT_TIMESTAMP = 1,
+	EVENT_PID = 2,
+	GENERIC_EVENT_NAME = 1,
+	GENERIC_FIELD = 2,
+	GENERIC_FIELD_NAME = 1,
+};
+
+/* State of one parse_pages call. */
+struct bundler {
+	struct ftrace_parser *p;
+	const struct ftrace_packet_sink *sink;
+	struct pbw *w;                  /* open bundle, or NULL */
+	uint32_t cpu;
+	struct ftrace_cpu_state *st;
+	struct ftrace_pidset *pids;
+	struct ftrace_pass_stats *stats;
+	bool dyn_used;                  /* some dyn_used bit is set */
+	int packets;
+};
+
+static void bundle_open(struct bundler *b, bool lost, uint64_t prev_end)
+{
+	struct ftrace_parser *p = b->p;
+	struct pbw *w = b->sink->begin(b->sink->ctx);
+
+	pbw_begin_nested(w, PACKET_FTRACE_EVENTS);
+	pbw_varint(w, BUNDLE_CPU, b->cpu);
+	if (lost)
+		pbw_varint(w, BUNDLE_LOST_EVENTS, 1);
+	/* Always written, 0 included: "valid since the session started". */
+	pbw_varint(w, BUNDLE_PREVIOUS_END_TS, prev_end);
+	if (p->clock != FTRACE_CLOCK_UNSPECIFIED) {
+		pbw_varint(w, BUNDLE_FTRACE_CLOCK, (uint64_t)p->clock);
+		pbw_int(w, BUNDLE_FTRACE_TIMESTAMP, p->clock_ftrace_ts);
+		pbw_int(w, BUNDLE_BOOT_TIMESTAMP, p->clock_boot_ts);
+	}
+	b->w = w;
+}
+
+static void write_descriptors(struct bundler *b)
+{
+	struct ftrace_parser *p = b->p;
+	size_t words = (p->n_dyn + 63) / 64;
+
+	/* Ascending field id, once each, as Perfetto orders them. */
+	for (size_t i = 0; i < words; i++) {
+		uint64_t m = p->dyn_used[i];
+
+		while (m) {
+			size_t idx = i * 64 + (size_t)__builtin_ctzll(m);
+			const struct ftrace_event_tr *tr = p->dyn_trs[idx];
+
+			m &= m - 1;
+			if (tr)
+				pbw_bytes(b->w, BUNDLE_GENERIC_DESCRIPTORS, tr->descriptor,
+					  tr->descriptor_len);
+		}
+		p->dyn_used[i] = 0;
+	}
+	b->dyn_used = false;
+}
+
+static void bundle_close(struct bundler *b)
+{
+	if (!b->w)
+		return;
+	ftrace_compact_buf_write(b->p->cb, b->w);
+	if (b->dyn_used)
+		write_descriptors(b);
+	pbw_end_nested(b->w);
+	b->w = NULL;
+	b->packets++;
+	if (b->stats) {
+		b->stats->packets++;
+		if (b->sink->end(b->sink->ctx) < 0)
+			b->stats->packets_dropped++;
+	} else {
+		(void)b->sink->end(b->sink->ctx);
+	}
+}
+
+static inline struct pbw *bundle_get(struct bundler *b)
+{
+	if (_unlikely_(!b->w))
+		bundle_open(b, false, b->st->last_event_ts);
+	return b->w;
+}
+
+static void write_error(struct bundler *b, uint64_t ts, enum ftrace_parse_status status)
+{
+	struct pbw *w = bundle_get(b);
+
+	pbw_begin_nested(w, BUNDLE_ERROR);
+	if (ts)
+		pbw_varint(w, ERROR_TIMESTAMP, ts);
+	pbw_varint(w, ERROR_STATUS, (uint64_t)status);
+	pbw_end_nested(w);
+	if (b->stats) {
+		b->stats->parse_errors++;
+		b->stats->parse_errors_mask |= 1u << status;
+	}
+}
+
+/* ---- field encoding ------------------------------------------------------ */
+
+static inline uint64_t rd_u(const uint8_t *p, unsigned size)
+{
+	uint64_t v = 0;
+
+	memcpy(&v, p, size); /* little-endian host, as the kernel's buffer */
+	return v;
+}
+
+static inline int64_t rd_s(const uint8_t *p, unsigned size)
+{
+	switch (size) {
+	case 1: return (int8_t)p[0];
+	case 2: { int16_t v; memcpy(&v, p, 2); return v; }
+	case 4: { int32_t v; memcpy(&v, p, 4); return v; }
+	default: { int64_t v; memcpy(&v, p, 8); return v; }
+	}
+}
+
+/* Kernel dev_t (major << 20 | minor) -> userspace makedev() layout. */
+static inline uint64_t dev_to_user(uint64_t kdev)
+{
+	uint64_t maj = kdev >> 20, min = kdev & ((1u << 20) - 1);
+
+	return ((maj & 0xfffff000ull) << 32) | ((maj & 0xfffull) << 8) |
+	       ((min & 0xffffff00ull) << 12) | (min & 0xffull);
+}
+
+/*
+ * A __data_loc/__rel_loc word: offset (from the record start, or from the
+ * end of the field for rel) in the low 16 bits, length in the high 16.
+ * Returns: false if it points outside the record.
+ */
+static inline bool loc_span(const uint8_t *rec, uint32_t rec_len, const struct ftrace_field_tr *f,
+			    bool rel, const uint8_t **ret, size_t *ret_len)
+{
+	uint32_t v = ftrace_rd32(rec + f->offset);
+	size_t off = (v & 0xffff) + (rel ? (size_t)f->offset + 4 : 0), len = v >> 16;
+
+	*ret = rec;
+	*ret_len = 0;
+	if (len == 0)
+		return true;
+	if (off > rec_len || len > rec_len - off)
+		return false;
+	*ret = rec + off;
+	*ret_len = len;
+	return true;
+}
+
+/*
+ * Write one field at @field_no.  Returns: false if the record contradicts
+ * the format (the event is still finished; the page stops after it).
+ */
+static bool write_field(struct bundler *b, struct pbw *w, const struct ftrace_field_tr *f,
+			uint32_t field_no, const uint8_t *rec, uint32_t rec_len)
+{
+	const uint8_t *fp = rec + f->offset;
+	const uint8_t *s;
+	size_t len;
+
+	switch (f->kind) {
+	case FTRACE_FK_U8:
+		pbw_varint(w, field_no, fp[0]);
+		return true;
+	case FTRACE_FK_U16:
+		pbw_varint(w, field_no, rd_u(fp, 2));
+		return true;
+	case FTRACE_FK_U32:
+		pbw_varint(w, field_no, ftrace_rd32(fp));
+		return true;
+	case FTRACE_FK_U64:
+		pbw_varint(w, field_no, rd_u(fp, 8));
+		return true;
+	case FTRACE_FK_S8:
+		pbw_int(w, field_no, rd_s(fp, 1));
+		return true;
+	case FTRACE_FK_S16:
+		pbw_int(w, field_no, rd_s(fp, 2));
+		return true;
+	case FTRACE_FK_S32:
+		pbw_int(w, field_no, rd_s(fp, 4));
+		return true;
+	case FTRACE_FK_S64:
+		pbw_int(w, field_no, rd_s(fp, 8));
+		return true;
+	case FTRACE_FK_PID: {
+		int32_t pid = (int32_t)ftrace_rd32(fp);
+
+		pbw_int(w, field_no, pid);
+		if (b->pids)
+			(void)ftrace_pidset_add(b->pids, pid);
+		return true;
+	}
+	case FTRACE_FK_FIXED_STR:
+		pbw_string_n(w, field_no, (const char *)fp, f->size);
+		return true;
+	case FTRACE_FK_CSTR:
+		pbw_string_n(w, field_no, (const char *)fp, rec_len - f->offset);
+		return true;
+	case FTRACE_FK_DATALOC_STR:
+	case FTRACE_FK_RELLOC_STR:
+		if (!loc_span(rec, rec_len, f, f->kind == FTRACE_FK_RELLOC_STR, &s, &len))
+			return false;
+		pbw_string_n(w, field_no, (const char *)s, len);
+		return true;
+	case FTRACE_FK_DATALOC_BYTES:
+	case FTRACE_FK_RELLOC_BYTES:
+		if (!loc_span(rec, rec_len, f, f->kind == FTRACE_FK_RELLOC_BYTES, &s, &len))
+			return false;
+		pbw_bytes(w, field_no, s, len);
+		return true;
+	case FTRACE_FK_STRPTR: {
+		const char *str = ftrace_format_table_printk_lookup(b->p->t,
+								    rd_u(fp, MIN(f->size, 8u)), &len);
+
+		pbw_bytes(w, field_no, str, len);
+		return true;
+	}
+	case FTRACE_FK_SYM32:
+	case FTRACE_FK_SYM64: {
+		uint64_t addr = rd_u(fp, f->kind == FTRACE_FK_SYM32 ? 4 : 8);
+
+		pbw_varint(w, field_no, b->pids ? ftrace_pidset_intern_addr(b->pids, addr) : 0);
+		return true;
+	}
+	case FTRACE_FK_DEV32:
+		pbw_varint(w, field_no, dev_to_user(ftrace_rd32(fp)));
+		return true;
+	case FTRACE_FK_DEV64:
+		pbw_varint(w, field_no, dev_to_user(rd_u(fp, 8)));
+		return true;
+	case FTRACE_FK_ARGS6_32:
+	case FTRACE_FK_ARGS6_64: {
+		unsigned es = f->kind == FTRACE_FK_ARGS6_32 ? 4 : 8;
+
+		for (unsigned i = 0; i < 6; i++)
+			pbw_varint(w, field_no, rd_u(fp + i * es, es));
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
+/* Returns: false for INVALID_EVENT (record too short or bad string span). */
+static bool write_event(struct bundler *b, const struct ftrace_event_tr *tr,
+			const struct ftrace_record *rec)
+{
+	struct ftrace_parser *p = b->p;
+	struct pbw *w = bundle_get(b);
+	bool ok = true;
+	int32_t pid;
+
+	pbw_begin_nested(w, BUNDLE_EVENT);
+	pbw_varint(w, EVENT_TIMESTAMP, rec->ts);
+	if (_unlikely_(rec->len < tr->min_size)) {
+		pbw_end_nested(w);
+		return false;
+	}
+	pid = (int32_t)ftrace_rd32(rec->data + 4);
+	pbw_int(w, EVENT_PID, pid);
+	if (b->pids) {
+		(void)ftrace_pidset_add(b->pids, pid);
+		if (_unlikely_(tr->is_rename))
+			(void)ftrace_pidset_add_renamed(b->pids, pid);
+	}
+
+	if (tr->type == FTRACE_TR_GENERIC && !p->opts.generic_dense) {
+		pbw_begin_nested(w, FTRACE_FIELD_GENERIC);
+		pbw_bytes(w, GENERIC_EVENT_NAME, tr->name, tr->name_len);
+		for (uint16_t i = 0; i < tr->n_fields; i++) {
+			const struct ftrace_field_tr *f = &tr->fields[i];
+
+			pbw_begin_nested(w, GENERIC_FIELD);
+			pbw_bytes(w, GENERIC_FIELD_NAME, f->name, f->name_len);
+			ok &= write_field(b, w, f, f->legacy_value, rec->data, rec->len);
+			pbw_end_nested(w);
+		}
+		pbw_end_nested(w);
+	} else {
+		pbw_begin_nested(w, tr->proto_field);
+		for (uint16_t i = 0; i < tr->n_fields; i++)
+			ok &= write_field(b, w, &tr->fields[i], tr->fields[i].proto_field, rec->data,
+					  rec->len);
+		pbw_end_nested(w);
+		if (tr->type == FTRACE_TR_GENERIC) {
+			size_t idx = tr->proto_field - FTRACE_DYN_FIELD_BASE;
+
+			p->dyn_used[idx / 64] |= 1ull << (idx % 64);
+			b->dyn_used = true;
+		}
+	}
+	pbw_end_nested(w);
+	return ok;
+}
+
+/* ---- compact_sched ------------------------------------------------------- */
+
+/* Make room for one more compact entry; a full column or comm table ends
+ * the bundle early.  @last_ts: newest event already written. */
+static inline void compact_room(struct bundler *b, uint64_t last_ts)
+{
+	struct ftrace_compact_buf *cb = b->p->cb;
+
+	if (_unlikely_(cb->n_sw >= FTRACE_COMPACT_CAP || cb->n_wk >= FTRACE_COMPACT_CAP ||
+		       cb->n_comms >= FTRACE_COMPACT_MAX_COMMS)) {
+		bundle_close(b);
+		bundle_open(b, false, last_ts);
+	}
+	(void)bundle_get(b);
+}
+
+static void compact_switch(struct bundler *b, const struct ftrace_record *rec, uint64_t last_ts)
+{
+	const struct ftrace_compact_format *cf = b->p->cf;
+	struct ftrace_compact_buf *cb = b->p->cb;
+	const uint8_t *d = rec->data;
+	uint32_t i;
+	int32_t pid;
+
+	compact_room(b, last_ts);
+	i = cb->n_sw++;
+	pid = (int32_t)ftrace_rd32(d + cf->sw_next_pid_off);
+	cb->sw_ts[i] = rec->ts;
+	cb->sw_next_pid[i] = pid;
+	cb->sw_next_prio[i] = (int32_t)ftrace_rd32(d + cf->sw_next_prio_off);
+	cb->sw_prev_state[i] = rd_s(d + cf->sw_prev_state_off, cf->sw_prev_state_size);
+	/* compact_room() left a free comm slot, so this cannot fail. */
+	cb->sw_comm[i] = (uint8_t)ftrace_compact_intern(cb, d + cf->sw_next_comm_off);
+	if (b->pids)
+		(void)ftrace_pidset_add(b->pids, pid);
+}
+
+static void compact_waking(struct bundler *b, const struct ftrace_record *rec, uint64_t last_ts)
+{
+	const struct ftrace_compact_format *cf = b->p->cf;
+	struct ftrace_compact_buf *cb = b->p->cb;
+	const uint8_t *d = rec->data;
+	uint32_t i;
+	int32_t pid;
+
+	compact_room(b, last_ts);
+	i = cb->n_wk++;
+	pid = (int32_t)ftrace_rd32(d + cf->wk_pid_off);
+	cb->wk_ts[i] = rec->ts;
+	cb->wk_pid[i] = pid;
+	cb->wk_target_cpu[i] = (int32_t)ftrace_rd32(d + cf->wk_target_cpu_off);
+	cb->wk_prio[i] = (int32_t)ftrace_rd32(d + cf->wk_prio_off);
+	cb->wk_comm[i] = (uint8_t)ftrace_compact_intern(cb, d + cf->wk_comm_off);
+	cb->wk_flags[i] = d[cf->wk_common_flags_off];
+	if (b->pids)
+		(void)ftrace_pidset_add(b->pids, pid);
+}
+
+/* ---- pages ----------------------------------------------------------------- */
+
+static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *data,
+					      const struct ftrace_page_header *hdr)
+{
+	struct ftrace_parser *p = b->p;
+	struct ftrace_pass_stats *stats = b->stats;
+	struct ftrace_page_iter it;
+	struct ftrace_record rec;
+	uint64_t page_last_ts = 0, n_records = 0, n_events = 0, n_generic = 0, n_sw = 0, n_wk = 0;
+	enum ftrace_parse_status status = FTRACE_STATUS_OK;
+	int r;
+
+	ftrace_page_iter_init(&it, data, hdr->data_size, hdr->timestamp);
+	while ((r = ftrace_page_next(&it, &rec)) > 0) {
+		const struct ftrace_event_tr *tr;
+
+		n_records++;
+		tr = rec.event_id < p->n_ids ? p->by_id[rec.event_id] : NULL;
+		if (!tr)
+			continue;
+		if (rec.event_id == p->compact_switch_id) {
+			if (rec.len < p->cf->switch_size) {
+				status = FTRACE_STATUS_SHORT_COMPACT_EVENT;
+				break;
+			}
+			compact_switch(b, &rec, page_last_ts ? page_last_ts : b->st->last_event_ts);
+			n_sw++;
+		} else if (rec.event_id == p->compact_waking_id) {
+			if (rec.len < p->cf->waking_size) {
+				status = FTRACE_STATUS_SHORT_COMPACT_EVENT;
+				break;
+			}
+			compact_waking(b, &rec, page_last_ts ? page_last_ts : b->st->last_event_ts);
+			n_wk++;
+		} else {
+			bool ok = write_event(b, tr, &rec);
+
+			n_events++;
+			n_generic += tr->type == FTRACE_TR_GENERIC;
+			if (!ok) {
+				status = FTRACE_STATUS_INVALID_EVENT;
+				break;
+			}
+		}
+		page_last_ts = rec.ts;
+	}
+	if (r < 0)
+		status = (enum ftrace_parse_status)-r;
+
+	if (stats) {
+		stats->records += n_records;
+		stats->events += n_events + n_sw + n_wk;
+		stats->generic_events += n_generic;
+		stats->compact_switch += n_sw;
+		stats->compact_waking += n_wk;
+	}
+	/* As in Perfetto, a page that failed does not move the end mark. */
+	if (status == FTRACE_STATUS_OK && page_last_ts)
+		b->st->last_event_ts = page_last_ts;
+	return status;
+}
+
+int ftrace_parser_parse_pages_to(struct ftrace_parser *p, uint32_t cpu, const uint8_t *pages,
+				 size_t n_pages, size_t page_size,
+				 const struct ftrace_packet_sink *sink, struct ftrace_cpu_state *st,
+				 struct ftrace_pidset *pids, struct ftrace_pass_stats *stats)
+{
+	unsigned commit_size;
+	struct bundler b;
+
+	if (!p || !sink || !sink->begin || !sink->end || !st || (n_pages && !pages) ||
+	    page_size < 16 || page_size > (1u << 27))
+		return -EINVAL;
+	commit_size = ftrace_format_table_commit_size(p->t);
+	b = (struct bundler){
+		.p = p, .sink = sink, .cpu = cpu, .st = st, .pids = pids, .stats = stats,
+	};
+	ftrace_compact_buf_reset(p->cb);
+
+	for (size_t i = 0; i < n_pages; i++) {
+		const uint8_t *page = pages + i * page_size;
+		struct ftrace_page_header hdr;
+		enum ftrace_parse_status status;
+
+		if (stats)
+			stats->pages++;
+		if (ftrace_page_parse_header(page, page_size, commit_size, &hdr) < 0) {
+			write_error(&b, hdr.timestamp, FTRACE_STATUS_ABI_INVALID_PAGE_HEADER);
+			continue;
+		}
+		if (stats) {
+			stats->bytes += hdr.data_size;
+			if (hdr.missed_events) {
+				stats->lost_pages++;
+				if (hdr.missed_stored)
+					stats->lost_events += hdr.missed_count;
+				else
+					stats->lost_unknown = true;
+			}
+		}
+		/* One lost_events flag per bundle; and a long comm table makes
+		 * interning slow, so Perfetto restarts it at page boundaries. */
+		if (hdr.missed_events ||
+		    (b.w && p->cb->n_comms > FTRACE_COMPACT_COMM_THRESHOLD)) {
+			bundle_close(&b);
+			bundle_open(&b, hdr.missed_events, st->last_event_ts);
+		}
+		status = parse_payload(&b, page + hdr.header_size, &hdr);
+		if (status != FTRACE_STATUS_OK)
+			write_error(&b, hdr.timestamp, status);
+	}
+	bundle_close(&b);
+	return b.packets;
+}
+
+static struct pbw *smb_sink_begin(void *ctx)
+{
+	return smb_writer_begin_packet(ctx);
+}
+
+static int smb_sink_end(void *ctx)
+{
+	return smb_writer_end_packet(ctx);
+}
+
+int ftrace_parser_parse_pages(struct ftrace_parser *p, uint32_t cpu, const uint8_t *pages,
+			      size_t n_pages, size_t page_size, struct smb_writer *w,
+			      struct ftrace_cpu_state *st, struct ftrace_pidset *pids,
+			      struct ftrace_pass_stats *stats)
+{
+	const struct ftrace_packet_sink sink = {
+		.begin = smb_sink_begin,
+		.end = smb_sink_end,
+		.ctx = w,
+	};
+
+	if (!w)
+		return -EINVAL;
+	return ftrace_parser_parse_pages_to(p, cpu, pages, n_pages, page_size, &sink, st, pids,
+					    stats);
+}

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Internals of the ftrace data path shared by ftrace_page.c,
+ * ftrace_format.c, ftrace_translate.c, ftrace_bundle.c and
+ * ftrace_compact.c.  Not for the control side: it uses ftrace_parse.h.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "probes/ftrace/ftrace_parse.h"
+
+struct tep_handle;
+struct tep_event;
+
+/* ---- ring-buffer record walker ----------------------------------------- */
+
+/* Record header type_len values (kernel ring_buffer.h). */
+#define FTRACE_RB_TYPE_PADDING 29
+#define FTRACE_RB_TYPE_TIME_EXTEND 30
+#define FTRACE_RB_TYPE_TIME_STAMP 31
+#define FTRACE_RB_TS_SHIFT 27
+
+struct ftrace_page_iter {
+	const uint8_t *ptr;
+	const uint8_t *end;     /* end of the committed data */
+	uint64_t ts;
+};
+
+/* One data record: the bytes after the record header (and length word). */
+struct ftrace_record {
+	const uint8_t *data;
+	uint32_t len;
+	uint16_t event_id;
+	uint64_t ts;
+};
+
+static inline void ftrace_page_iter_init(struct ftrace_page_iter *it, const uint8_t *data,
+					 uint32_t data_size, uint64_t page_ts)
+{
+	it->ptr = data;
+	it->end = data + data_size;
+	it->ts = page_ts;
+}
+
+static inline uint32_t ftrace_rd32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/*
+ * ftrace_page_next - step to the next data record.  Padding, time-extend
+ * and absolute-time records are consumed here.  Every read is checked
+ * against it->end; a malformed record stops the walk for this page.
+ * Returns: 1 with @rec filled, 0 at the end of the data, or
+ * -FTRACE_STATUS_* for a layout error.
+ */
+static inline int ftrace_page_next(struct ftrace_page_iter *it, struct ftrace_record *rec)
+{
+	for (;;) {
+		const uint8_t *p = it->ptr;
+		uint32_t hdr, type_len, delta, len;
+
+		if (p >= it->end)
+			return 0;
+		if ((size_t)(it->end - p) < 4)
+			return -FTRACE_STATUS_ABI_SHORT_EVENT_HEADER;
+		hdr = ftrace_rd32(p);
+		p += 4;
+		type_len = hdr & 0x1f;
+		delta = hdr >> 5;
+		it->ts += delta;
+
+		switch (type_len) {
+		case FTRACE_RB_TYPE_PADDING:
+			/* A null padding (delta 0) only ever lies past the commit. */
+			if (delta == 0)
+				return -FTRACE_STATUS_ABI_NULL_PADDING;
+			if ((size_t)(it->end - p) < 4)
+				return -FTRACE_STATUS_ABI_SHORT_PADDING_LENGTH;
+			len = ftrace_rd32(p);
+			if (len < 4)
+				return -FTRACE_STATUS_ABI_INVALID_PADDING_LENGTH;
+			/* Length counts its own word.  May point past the end:
+			 * that ends the walk, as it would the kernel's. */
+			if ((size_t)(it->end - p) < len) {
+				it->ptr = it->end;
+				return 0;
+			}
+			it->ptr = p + len;
+			continue;
+		case FTRACE_RB_TYPE_TIME_EXTEND:
+			if ((size_t)(it->end - p) < 4)
+				return -FTRACE_STATUS_ABI_SHORT_TIME_EXTEND;
+			it->ts += (uint64_t)ftrace_rd32(p) << FTRACE_RB_TS_SHIFT;
+			it->ptr = p + 4;
+			continue;
+		case FTRACE_RB_TYPE_TIME_STAMP:
+			if ((size_t)(it->end - p) < 4)
+				return -FTRACE_STATUS_ABI_SHORT_TIME_STAMP;
+			/* Undo the delta added above: the header's 27 bits are the
+			 * low part of an absolute time. */
+			it->ts = (uint64_t)delta + ((uint64_t)ftrace_rd32(p) << FTRACE_RB_TS_SHIFT);
+			it->ptr = p + 4;
+			continue;
+		case 0:
+			if ((size_t)(it->end - p) < 4)
+				return -FTRACE_STATUS_ABI_SHORT_DATA_LENGTH;
+			len = ftrace_rd32(p);
+			if (len == 0)
+				return -FTRACE_STATUS_ABI_ZERO_DATA_LENGTH;
+			if (len < 4)
+				return -FTRACE_STATUS_ABI_INVALID_DATA_LENGTH;
+			p += 4;
+			len -= 4;
+			break;
+		default:
+			len = 4 * type_len;
+			break;
+		}
+
+		if ((size_t)(it->end - p) < len)
+			return -FTRACE_STATUS_ABI_END_OVERFLOW;
+		/* The id is read against the data end, not the record end: a
+		 * record too short for its event is caught by the event's size
+		 * check (INVALID_EVENT / SHORT_COMPACT_EVENT), as in Perfetto. */
+		if ((size_t)(it->end - p) < 2)
+			return -FTRACE_STATUS_ABI_SHORT_EVENT_ID;
+		rec->event_id = (uint16_t)(p[0] | (p[1] << 8));
+		rec->data = p;
+		rec->len = len;
+		rec->ts = it->ts;
+		it->ptr = p + len;
+		return 1;
+	}
+}
+
+/* ---- translations -------------------------------------------------------- */
+
+/* How one kernel field is read and written; the hot loop switches on it. */
+enum ftrace_fkind {
+	FTRACE_FK_U8,
+	FTRACE_FK_U16,
+	FTRACE_FK_U32,
+	FTRACE_FK_U64,
+	FTRACE_FK_S8,
+	FTRACE_FK_S16,
+	FTRACE_FK_S32,
+	FTRACE_FK_S64,
+	FTRACE_FK_PID,          /* s32, also added to the pidset */
+	FTRACE_FK_FIXED_STR,    /* char[N], cut at NUL */
+	FTRACE_FK_CSTR,         /* char[] (size 0): to NUL or record end */
+	FTRACE_FK_DATALOC_STR,  /* __data_loc char[] */
+	FTRACE_FK_DATALOC_BYTES,/* __data_loc u8[] */
+	FTRACE_FK_RELLOC_STR,   /* __rel_loc char[]: offset from the field end */
+	FTRACE_FK_RELLOC_BYTES,
+	FTRACE_FK_STRPTR,       /* const char *: printk_formats lookup */
+	FTRACE_FK_SYM32,        /* void *: interned kernel address index */
+	FTRACE_FK_SYM64,
+	FTRACE_FK_DEV32,        /* dev_t: kernel -> userspace encoding */
+	FTRACE_FK_DEV64,
+	FTRACE_FK_ARGS6_32,     /* sys_enter args[6]: repeated uint64 */
+	FTRACE_FK_ARGS6_64,
+	_FTRACE_FK_MAX,
+};
+
+/* Proto scalar type a generic field is declared with. */
+enum ftrace_gtype {
+	FTRACE_GT_INT64,
+	FTRACE_GT_UINT64,
+	FTRACE_GT_STRING,
+	FTRACE_GT_BYTES,
+};
+
+struct ftrace_field_tr {
+	uint16_t offset;
+	uint16_t size;
+	uint8_t kind;           /* enum ftrace_fkind */
+	uint8_t legacy_value;   /* GenericFtraceEvent.Field value number: 3/4/5 */
+	uint32_t proto_field;
+	uint16_t name_len;
+	const char *name;       /* kernel field name (legacy generic encoding) */
+};
+
+enum ftrace_tr_type {
+	FTRACE_TR_TYPED,
+	FTRACE_TR_GENERIC,      /* dense or legacy is a parser option */
+};
+
+struct ftrace_event_tr {
+	uint32_t proto_field;   /* FtraceEvent field: typed id or dynamic id */
+	uint16_t event_id;
+	uint16_t min_size;      /* records shorter than this are INVALID_EVENT */
+	uint8_t type;           /* enum ftrace_tr_type */
+	bool is_rename;         /* task/task_rename: common_pid -> renamed set */
+	uint16_t n_fields;
+	struct ftrace_field_tr *fields;
+	uint16_t name_len;
+	const char *name;       /* event name (legacy generic encoding) */
+	/* Dense generic only: serialized GenericEventDescriptor. */
+	uint8_t *descriptor;
+	size_t descriptor_len;
+};
+
+/* Offsets that compact_sched needs, validated against the expected types. */
+struct ftrace_compact_format {
+	bool valid;
+	int switch_id, waking_id;
+	uint16_t switch_size, waking_size;
+	uint16_t sw_prev_state_off, sw_next_pid_off, sw_next_prio_off, sw_next_comm_off;
+	uint8_t sw_prev_state_size; /* 4 or 8 */
+	uint16_t wk_pid_off, wk_target_cpu_off, wk_prio_off, wk_comm_off, wk_common_flags_off;
+};
+
+#define FTRACE_DYN_FIELD_BASE 65536u
+#define FTRACE_FIELD_GENERIC 327u
+#define FTRACE_MAX_EVENT_ID 65535
+
+/* ---- format table internals (ftrace_format.c) --------------------------- */
+
+struct tep_event *ftrace_format_table_tep_event(const struct ftrace_format_table *t, int id);
+const char *ftrace_format_table_group(const struct ftrace_format_table *t, int id);
+
+/* Cached translations, owned by the table (built once, shared by parsers). */
+struct ftrace_event_tr **ftrace_format_table_tr_slot(struct ftrace_format_table *t, int id);
+
+/* Next dynamic id for a generic event of this instance (65536, 65537...). */
+uint32_t ftrace_format_table_next_dyn_id(struct ftrace_format_table *t);
+uint32_t ftrace_format_table_dyn_count(const struct ftrace_format_table *t);
+
+/* sched_switch/sched_waking layout, resolved on first use. */
+const struct ftrace_compact_format *ftrace_format_table_compact(struct ftrace_format_table *t);
+
+/* printk_formats: address -> string, loaded on first use. */
+int ftrace_format_table_load_printk(struct ftrace_format_table *t);
+const char *ftrace_format_table_printk_lookup(const struct ftrace_format_table *t,
+					      uint64_t addr, size_t *ret_len);
+
+/* ---- translate (ftrace_translate.c) ------------------------------------ */
+
+/**
+ * ftrace_translate_get - the translation of event @id of @t: typed when
+ * the table of known events has it, else generic.  Cached in the table.
+ */
+int ftrace_translate_get(struct ftrace_format_table *t, int id, const struct ftrace_event_tr **ret);
+struct ftrace_event_tr *ftrace_event_tr_free(struct ftrace_event_tr *tr);
+
+/**
+ * ftrace_translate_compact - check sched_switch/sched_waking of @t (loading
+ * their formats) against the layout compact_sched assumes.
+ * Returns: 0 with @ret->valid set, or -errno (then @ret->valid is false).
+ */
+int ftrace_translate_compact(struct ftrace_format_table *t, struct ftrace_compact_format *ret);
+
+/* ---- compact_sched columns (ftrace_compact.c) -------------------------- */
+
+/*
+ * Entries per column.  A 4 KiB page holds at most ~100 compact records, and
+ * Perfetto starts a new bundle once the comm table passes 64 at a page
+ * boundary, so bundles rarely get near this; when they do, the bundle is
+ * closed early (a split, not a loss).
+ */
+#define FTRACE_COMPACT_CAP 8192u
+/* Comm table size: 64 (the per-page threshold) plus a page's worth. */
+#define FTRACE_COMPACT_MAX_COMMS 255u
+#define FTRACE_COMPACT_COMM_THRESHOLD 64u
+#define FTRACE_COMM_LEN 16u
+
+struct ftrace_compact_buf {
+	uint32_t n_sw, n_wk, n_comms;
+	uint64_t *sw_ts;
+	int64_t *sw_prev_state;
+	int32_t *sw_next_pid;
+	int32_t *sw_next_prio;
+	uint8_t *sw_comm;
+	uint64_t *wk_ts;
+	int32_t *wk_pid;
+	int32_t *wk_target_cpu;
+	int32_t *wk_prio;
+	uint8_t *wk_comm;
+	uint8_t *wk_flags;
+	/* Comms NUL-cut and zero-padded to 16 bytes, compared as two words. */
+	uint64_t (*comms)[2];
+	uint8_t *comm_len;
+};
+
+int ftrace_compact_buf_new(struct ftrace_compact_buf **ret);
+struct ftrace_compact_buf *ftrace_compact_buf_free(struct ftrace_compact_buf *b);
+
+static inline void ftrace_compact_buf_reset(struct ftrace_compact_buf *b)
+{
+	b->n_sw = b->n_wk = b->n_comms = 0;
+}
+
+static inline bool ftrace_compact_buf_empty(const struct ftrace_compact_buf *b)
+{
+	return b->n_sw == 0 && b->n_wk == 0;
+}
+
+/*
+ * ftrace_compact_intern - index of the kernel comm at @p (16 bytes, cut at
+ * the first NUL) in this bundle's table.  Returns: the index, or -1 if the
+ * table is full.
+ */
+static inline int ftrace_compact_intern(struct ftrace_compact_buf *b, const uint8_t *p)
+{
+	uint64_t key[2] = { 0, 0 };
+	size_t len = strnlen((const char *)p, FTRACE_COMM_LEN);
+
+	memcpy(key, p, len);
+	for (uint32_t i = 0; i < b->n_comms; i++)
+		if (b->comms[i][0] == key[0] && b->comms[i][1] == key[1])
+			return (int)i;
+	if (b->n_comms >= FTRACE_COMPACT_MAX_COMMS)
+		return -1;
+	b->comms[b->n_comms][0] = key[0];
+	b->comms[b->n_comms][1] = key[1];
+	b->comm_len[b->n_comms] = (uint8_t)len;
+	return (int)b->n_comms++;
+}
+
+/**
+ * ftrace_compact_buf_write - append FtraceEventBundle.compact_sched (field
+ * 4) to the bundle at @w if any entry is buffered, then reset.
+ */
+void ftrace_compact_buf_write(struct ftrace_compact_buf *b, struct pbw *w);
+
+/* ---- parser (ftrace_parser.c), used by ftrace_bundle.c ------------------ */
+
+struct ftrace_parser {
+	struct ftrace_format_table *t;
+	struct ftrace_parser_opts opts;
+
+	/* Event id -> translation; NULL = not this session's event. */
+	const struct ftrace_event_tr **by_id;
+	size_t n_ids;
+
+	/* -1 unless compact_sched is active (and, for waking, enabled). */
+	int compact_switch_id;
+	int compact_waking_id;
+	const struct ftrace_compact_format *cf;
+	struct ftrace_compact_buf *cb;
+
+	/* Dense generic events: dynamic index -> translation, and which
+	 * descriptors the open bundle must carry. */
+	const struct ftrace_event_tr **dyn_trs;
+	uint64_t *dyn_used;
+	size_t n_dyn;       /* entries in dyn_trs (bits in dyn_used) */
+
+	enum ftrace_clock clock;
+	int64_t clock_ftrace_ts;
+	int64_t clock_boot_ts;
+};
