@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * ftrace - the linux.ftrace data source: tracefs control, per-CPU ring-buffer
+ * draining and the lifecycle of each data-source instance.
+ *
+ * One struct ftrace_host lives per process.  It owns one controller per
+ * tracefs directory in use (the top level, or <root>/instances/<name>), the
+ * per-CPU readers of that directory and the drain timer.  Every linux.ftrace
+ * data source is a struct ftrace_ds attached to one controller; data sources
+ * on the same directory share its ring buffer: the set of enabled events is
+ * the union of theirs, each page read is parsed once per data source, and
+ * tracing_on stays 1 while any of them is started.
+ *
+ * Everything we change in tracefs is recorded (and persisted under the state
+ * directory before the change) so that the last data source to stop puts
+ * tracing_on, the enabled events, buffer_size_kb, trace_clock and
+ * buffer_percent back exactly as they were, and so that a restart after a
+ * crash can do the same with ftrace_host_recover().
+ *
+ * Nothing here logs above debug: functions return -errno and, where a human
+ * needs to know why, a message for the caller to log.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+struct smb_writer;
+struct ftrace_pidset;
+struct Perfetto__Protos__FtraceConfig;
+
+/* Default directory of the persisted undo lists; TRACED_PROBES_STATE_DIR overrides. */
+#define FTRACE_STATE_DIR_DEFAULT "/run/traced-probes"
+#define FTRACE_STATE_DIR_ENV "TRACED_PROBES_STATE_DIR"
+
+struct ftrace_host;
+struct ftrace_ds;
+
+/**
+ * ftrace_host_new - the process-wide ftrace state, driven by @e.
+ * @e: event loop for the drain timer (a reference is taken).
+ * @ret: the new host.
+ *
+ * Does not touch tracefs; controllers are created by the first data source
+ * that needs them.  The state directory is taken from $TRACED_PROBES_STATE_DIR
+ * (default FTRACE_STATE_DIR_DEFAULT) at this point.
+ *
+ * Returns: 0 or -ENOMEM.
+ */
+int ftrace_host_new(sd_event *e, struct ftrace_host **ret);
+
+/**
+ * ftrace_host_free - free every data source still attached (callers must drop
+ * their pointers), restore tracefs, free the host.  Accepts NULL.
+ * Returns: NULL.
+ */
+struct ftrace_host *ftrace_host_free(struct ftrace_host *h);
+
+/**
+ * ftrace_host_recover - replay undo lists left in @state_dir by a process
+ * that died without restoring tracefs (SIGKILL, crash).  Lists owned by a
+ * process that is still alive are left alone.  Each replayed list is
+ * removed.  @state_dir NULL means $TRACED_PROBES_STATE_DIR or the default.
+ *
+ * Returns: the number of lists replayed, or -errno for the first list that
+ * could not be replayed (the others are still tried; a list that fails is
+ * kept for the next attempt).
+ */
+int ftrace_host_recover(const char *state_dir);
+
+struct ftrace_ds_hooks {
+	/*
+	 * Called after each read pass (drain timer or flush) with the pids and
+	 * tids this data source saw in that pass; the core runs the /proc
+	 * lookups for them and commits.  The set is cleared after the call.
+	 */
+	void (*pass_done)(struct ftrace_ds *ds, const struct ftrace_pidset *pids, void *userdata);
+};
+
+/**
+ * ftrace_ds_setup - SetupDataSource for linux.ftrace: validate @cfg and do
+ * all tracefs setup except tracing_on (buffer size, clock, truncation and
+ * event enables for the first data source of a tracefs directory; event
+ * enables for the later ones).
+ * @h: host.
+ * @instance_id: DataSourceInstanceID from the service (kept for the caller).
+ * @tracing_session_id: TracingSessionID (kept for the caller).
+ * @cfg: the FtraceConfig (not kept after return).
+ * @w: the writer this data source writes to; not owned, must outlive @ret.
+ * @hooks: optional callbacks (copied).
+ * @userdata: passed to @hooks.
+ * @ret: the new data source.
+ * @ret_error: on failure, a malloc'd human-readable reason (may be NULL);
+ *   the caller frees it.
+ *
+ * Events that do not exist on this kernel, have invalid names or fail to
+ * enable do not fail the setup: they are reported in the FtraceStats
+ * packets (unknown_ftrace_events / failed_ftrace_events) and in
+ * ftrace_ds_get_warnings().
+ *
+ * Returns: 0; -EINVAL for a rejected config (bad instance name, too many
+ * events...); -ENOENT for a missing instance; -EBUSY if current_tracer is
+ * not nop; -EACCES/-EPERM without the privileges to use tracefs; -ENODEV
+ * without tracefs; other -errno from tracefs or the state directory.
+ */
+int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracing_session_id,
+		    const struct Perfetto__Protos__FtraceConfig *cfg, struct smb_writer *w,
+		    const struct ftrace_ds_hooks *hooks, void *userdata, struct ftrace_ds **ret,
+		    char **ret_error);
+
+/**
+ * ftrace_ds_start - StartDataSource: tracing_on=1 if this is the first
+ * started data source on its tracefs directory, open the per-CPU readers,
+ * take the START_OF_TRACE stats snapshot and arm the drain timer.
+ * Returns: 0, -EALREADY if already started, -errno from tracefs.
+ */
+int ftrace_ds_start(struct ftrace_ds *ds);
+
+/**
+ * ftrace_ds_flush - Flush: read every CPU now (until empty, bounded by the
+ * buffer size), call pass_done, write the FtraceStats START_OF_TRACE and
+ * END_OF_TRACE packets, then smb_writer_flush().  Reading feeds every started
+ * data source of the same tracefs directory, as a timer pass does.
+ * Returns: 0 or -errno (the stats packets are still written when a read
+ * failed).
+ */
+int ftrace_ds_flush(struct ftrace_ds *ds);
+
+/**
+ * ftrace_ds_free - StopDataSource: detach, disable the events no other data
+ * source of the directory needs, turn tracing off if it was the last started
+ * one and, if it was the last one at all, restore every tracefs file we
+ * changed.  Does not read the buffers again (as Perfetto).  Accepts NULL.
+ * Returns: NULL.
+ */
+struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds);
+
+uint64_t ftrace_ds_instance_id(const struct ftrace_ds *ds);
+uint64_t ftrace_ds_tracing_session_id(const struct ftrace_ds *ds);
+
+/**
+ * ftrace_ds_get_warnings - non-fatal setup problems (unknown or failed
+ * events, config features we do not implement), one per line, for the
+ * caller to log.  Owned by @ds; NULL when there were none.
+ */
+const char *ftrace_ds_get_warnings(const struct ftrace_ds *ds);
+
+struct ftrace_cpu_summary {
+	uint64_t events;          /* events this data source emitted (bundles + compact) */
+	uint64_t pages;           /* ring-buffer pages read while it was started */
+	uint64_t bytes;           /* bytes of those pages */
+	uint64_t lost_events;     /* kernel overrun + dropped_events since start */
+	uint64_t overrun;         /* kernel overrun since start */
+	uint64_t pages_with_loss; /* pages whose header flagged lost events */
+	uint64_t read_events;     /* kernel read_events since start */
+};
+
+struct ftrace_ds_summary {
+	uint64_t passes;          /* read passes this data source took part in */
+	uint64_t parse_errors;
+	unsigned n_unknown_events;
+	unsigned n_failed_events;
+	unsigned n_cpus;
+	struct ftrace_cpu_summary cpu[];
+};
+
+/**
+ * ftrace_ds_get_summary - per-CPU counts for an end-of-run report: what was
+ * emitted and, from the kernel's per-CPU stats read now, exactly how many
+ * events the ring buffer lost since start.
+ * @ret: malloc'd summary; free() it.
+ * Returns: 0, -ESTALE if never started, -ENOMEM.
+ */
+int ftrace_ds_get_summary(struct ftrace_ds *ds, struct ftrace_ds_summary **ret);

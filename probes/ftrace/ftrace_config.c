@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * FtraceConfig validation and event-name resolution.  Pure: the list of
+ * available events comes in as data, so the fuzz target and the unit tests
+ * run it without a kernel.  Every name that leaves this file has passed
+ * ftrace_name_valid(), which is what makes it safe to put in a path.
+ */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "probes/ftrace/ftrace_control.h"
+#include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
+#include "util/util.h"
+
+static void ftrace_config_freep_(struct ftrace_config **c)
+{
+	ftrace_config_free(*c);
+}
+
+struct ftrace_event_list {
+	struct ftrace_event_name *ev;
+	size_t n, cap;
+	bool sorted;
+};
+
+bool ftrace_name_valid(const char *s)
+{
+	size_t n = 0;
+
+	if (!s)
+		return false;
+	for (; s[n]; n++) {
+		char c = s[n];
+
+		if (n >= FTRACE_NAME_MAX)
+			return false;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+			return false;
+	}
+	return n > 0;
+}
+
+bool ftrace_instance_name_valid(const char *s)
+{
+	size_t n = 0;
+
+	if (!s || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	for (; s[n]; n++) {
+		char c = s[n];
+
+		if (n >= FTRACE_INSTANCE_NAME_MAX)
+			return false;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '-' || c == '.'))
+			return false;
+	}
+	return n > 0;
+}
+
+/* ---- the list of available events --------------------------------------- */
+
+int ftrace_event_list_new(struct ftrace_event_list **ret)
+{
+	struct ftrace_event_list *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	*ret = l;
+	return 0;
+}
+
+struct ftrace_event_list *ftrace_event_list_free(struct ftrace_event_list *l)
+{
+	if (!l)
+		return NULL;
+	for (size_t i = 0; i < l->n; i++) {
+		free((char *)l->ev[i].group);
+		free((char *)l->ev[i].name);
+	}
+	free(l->ev);
+	free(l);
+	return NULL;
+}
+
+int ftrace_event_list_add(struct ftrace_event_list *l, const char *group, const char *name, unsigned flags)
+{
+	char *g, *n;
+
+	if (!ftrace_name_valid(group) || !ftrace_name_valid(name))
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		struct ftrace_event_name *e = reallocarray(l->ev, cap, sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		l->ev = e;
+		l->cap = cap;
+	}
+	g = strdup(group);
+	n = strdup(name);
+	if (!g || !n) {
+		free(g);
+		free(n);
+		return -ENOMEM;
+	}
+	l->ev[l->n++] = (struct ftrace_event_name){ .group = g, .name = n, .flags = flags };
+	l->sorted = false;
+	return 1;
+}
+
+int ftrace_event_list_parse(struct ftrace_event_list *l, const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+	int r;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		const char *colon = memchr(p, ':', (size_t)(le - p));
+		char g[FTRACE_NAME_MAX + 1], n[FTRACE_NAME_MAX + 1];
+
+		if (colon && (size_t)(colon - p) <= FTRACE_NAME_MAX && (size_t)(le - colon - 1) <= FTRACE_NAME_MAX) {
+			memcpy(g, p, (size_t)(colon - p));
+			g[colon - p] = 0;
+			memcpy(n, colon + 1, (size_t)(le - colon - 1));
+			n[le - colon - 1] = 0;
+			r = ftrace_event_list_add(l, g, n, 0);
+			if (r < 0)
+				return r;
+		}
+		p = le + 1;
+	}
+	return 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	const struct ftrace_event_name *x = a, *y = b;
+	int c = strcmp(x->group, y->group);
+
+	return c ? c : strcmp(x->name, y->name);
+}
+
+void ftrace_event_list_sort(struct ftrace_event_list *l)
+{
+	size_t w = 0;
+
+	if (l->n)
+		qsort(l->ev, l->n, sizeof(l->ev[0]), name_cmp);
+	/* Drop duplicates, keeping the flags of either. */
+	for (size_t i = 0; i < l->n; i++) {
+		if (w > 0 && name_cmp(&l->ev[w - 1], &l->ev[i]) == 0) {
+			l->ev[w - 1].flags |= l->ev[i].flags;
+			free((char *)l->ev[i].group);
+			free((char *)l->ev[i].name);
+			continue;
+		}
+		l->ev[w++] = l->ev[i];
+	}
+	l->n = w;
+	l->sorted = true;
+}
+
+size_t ftrace_event_list_size(const struct ftrace_event_list *l)
+{
+	return l->n;
+}
+
+const struct ftrace_event_name *ftrace_event_list_find(const struct ftrace_event_list *l, const char *group,
+						       const char *name)
+{
+	struct ftrace_event_name k = { .group = group, .name = name };
+
+	if (!l->sorted || l->n == 0)
+		return NULL;
+	return bsearch(&k, l->ev, l->n, sizeof(k), name_cmp);
+}
+
+/* First index of @group in the sorted list, or l->n. */
+static size_t group_lower_bound(const struct ftrace_event_list *l, const char *group)
+{
+	size_t lo = 0, hi = l->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (strcmp(l->ev[mid].group, group) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* ---- resolution ---------------------------------------------------------- */
+
+/*
+ * Groups searched, in this order, for a bare event name (Perfetto looks
+ * bare names up in its compiled-in table, which is dominated by these).
+ */
+static const char *const known_groups[] = {
+	"sched", "task", "power", "irq", "ftrace", "raw_syscalls", "signal", "timer", "workqueue",
+	"ipi", "cpuhp", "oom", "kmem", "vmscan", "compaction", "block", "filemap", "writeback",
+	"ext4", "f2fs", "i2c", "regulator", "clk", "binder", "lowmemorykiller", "mm_event",
+	"dmabuf_heap", "gpu_mem", "thermal", "cgroup", "syscalls", "sock", "net", "skb",
+	"tcp", "fastrpc", "panel", "mali", "dpu", "g2d", "scm", "systrace", "vmstat",
+};
+
+struct resolver {
+	const struct ftrace_event_list *avail;
+	struct ftrace_config *c;
+	bool *chosen;                   /* per avail index */
+	size_t cap_events, cap_unknown;
+};
+
+static int add_event(struct resolver *rs, size_t idx)
+{
+	struct ftrace_config *c = rs->c;
+
+	if (rs->chosen[idx])
+		return 0;
+	if (c->n_events >= FTRACE_MAX_EVENTS)
+		return -E2BIG;
+	if (c->n_events == rs->cap_events) {
+		size_t cap = rs->cap_events ? rs->cap_events * 2 : 32;
+		const struct ftrace_event_name **e = reallocarray(c->events, cap, sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		c->events = e;
+		rs->cap_events = cap;
+	}
+	rs->chosen[idx] = true;
+	c->events[c->n_events++] = &rs->avail->ev[idx];
+	return 0;
+}
+
+/* A printable, bounded copy of a name for stats and warnings. */
+static char *printable_copy(const char *s)
+{
+	size_t n = strnlen(s, FTRACE_MAX_REPORTED_NAME);
+	char *d = malloc(n + 1);
+
+	if (!d)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		d[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+	}
+	d[n] = 0;
+	return d;
+}
+
+static int add_unknown(struct resolver *rs, const char *name)
+{
+	struct ftrace_config *c = rs->c;
+	char *d;
+
+	for (size_t i = 0; i < c->n_unknown; i++)
+		if (strncmp(c->unknown[i], name, FTRACE_MAX_REPORTED_NAME) == 0)
+			return 0;
+	if (c->n_unknown == rs->cap_unknown) {
+		size_t cap = rs->cap_unknown ? rs->cap_unknown * 2 : 8;
+		char **u = reallocarray(c->unknown, cap, sizeof(*u));
+
+		if (!u)
+			return -ENOMEM;
+		c->unknown = u;
+		rs->cap_unknown = cap;
+	}
+	d = printable_copy(name);
+	if (!d)
+		return -ENOMEM;
+	c->unknown[c->n_unknown++] = d;
+	return 0;
+}
+
+static int warn(struct ftrace_config *c, const char *fmt, ...) _printf_(2, 3);
+static int warn(struct ftrace_config *c, const char *fmt, ...)
+{
+	_cleanup_free_ char *line = NULL;
+	size_t old = c->warnings ? strlen(c->warnings) : 0, add;
+	va_list ap;
+	char *n;
+
+	va_start(ap, fmt);
+	if (vasprintf(&line, fmt, ap) < 0)
+		line = NULL;
+	va_end(ap);
+	if (!line)
+		return -ENOMEM;
+	add = strlen(line);
+	n = realloc(c->warnings, old + add + 2);
+	if (!n)
+		return -ENOMEM;
+	memcpy(n + old, line, add);
+	n[old + add] = '\n';
+	n[old + add + 1] = 0;
+	c->warnings = n;
+	return 0;
+}
+
+static int resolve_one(struct resolver *rs, const char *req)
+{
+	const struct ftrace_event_list *l = rs->avail;
+	char group[FTRACE_NAME_MAX + 1], name[FTRACE_NAME_MAX + 1];
+	const char *slash = strchr(req, '/');
+	const struct ftrace_event_name *e;
+	size_t glen;
+
+	if (!slash) {
+		if (!ftrace_name_valid(req))
+			return add_unknown(rs, req);
+		for (size_t i = 0; i < ARRAY_SIZE(known_groups); i++) {
+			e = ftrace_event_list_find(l, known_groups[i], req);
+			if (e)
+				return add_event(rs, (size_t)(e - l->ev));
+		}
+		/* Not in a known group: accept it only if exactly one group has it. */
+		size_t found = SIZE_MAX;
+		for (size_t i = 0; i < l->n; i++) {
+			if (strcmp(l->ev[i].name, req) != 0)
+				continue;
+			if (found != SIZE_MAX)
+				return add_unknown(rs, req);
+			found = i;
+		}
+		return found == SIZE_MAX ? add_unknown(rs, req) : add_event(rs, found);
+	}
+
+	glen = (size_t)(slash - req);
+	if (glen == 0 || glen > FTRACE_NAME_MAX || strlen(slash + 1) > FTRACE_NAME_MAX)
+		return add_unknown(rs, req);
+	memcpy(group, req, glen);
+	group[glen] = 0;
+	strcpy(name, slash + 1);
+	if (!ftrace_name_valid(group))
+		return add_unknown(rs, req);
+
+	if (strcmp(name, "*") == 0) {
+		size_t i = group_lower_bound(l, group);
+		bool any = false;
+		int r;
+
+		for (; i < l->n && strcmp(l->ev[i].group, group) == 0; i++) {
+			any = true;
+			r = add_event(rs, i);
+			if (r < 0)
+				return r;
+		}
+		return any ? 0 : add_unknown(rs, req);
+	}
+	if (!ftrace_name_valid(name))
+		return add_unknown(rs, req);
+	e = ftrace_event_list_find(l, group, name);
+	if (!e)
+		return add_unknown(rs, req);
+	return add_event(rs, (size_t)(e - l->ev));
+}
+
+int ftrace_config_instance_name(const Perfetto__Protos__FtraceConfig *cfg, const char **ret, char **ret_error)
+{
+	const char *n = cfg->instance_name;
+
+	if (!n || !n[0]) {
+		*ret = NULL;
+		return 0;
+	}
+	if (!ftrace_instance_name_valid(n)) {
+		if (ret_error) {
+			_cleanup_free_ char *p = printable_copy(n);
+
+			free(*ret_error);
+			if (asprintf(ret_error, "invalid FtraceConfig.instance_name '%s': use 1..%u of [A-Za-z0-9_.-], "
+				     "not '.' or '..'", p ? p : "", FTRACE_INSTANCE_NAME_MAX) < 0)
+				*ret_error = NULL;
+		}
+		return -EINVAL;
+	}
+	*ret = n;
+	return 0;
+}
+
+static uint32_t default_buffer_kb(uint64_t ram_bytes)
+{
+	return ram_bytes >= FTRACE_HIGH_RAM_BYTES ? FTRACE_BUFFER_KB_HIGH_RAM : FTRACE_BUFFER_KB_LOW_RAM;
+}
+
+static int check_unsupported(const Perfetto__Protos__FtraceConfig *cfg, struct ftrace_config *c)
+{
+	int r = 0;
+
+#define UNSUPPORTED(cond, what)                                                              \
+	do {                                                                                 \
+		if ((cond) && r >= 0)                                                        \
+			r = warn(c, "FtraceConfig.%s is not supported and was ignored", what); \
+	} while (0)
+
+	UNSUPPORTED(cfg->n_atrace_categories > 0 || cfg->n_atrace_apps > 0 ||
+		    cfg->n_atrace_categories_prefer_sdk > 0, "atrace_*");
+	UNSUPPORTED(cfg->has_symbolize_ksyms && cfg->symbolize_ksyms, "symbolize_ksyms");
+	UNSUPPORTED(cfg->has_throttle_rss_stat && cfg->throttle_rss_stat, "throttle_rss_stat");
+	UNSUPPORTED(cfg->n_syscall_events > 0, "syscall_events");
+	UNSUPPORTED((cfg->has_enable_function_graph && cfg->enable_function_graph) ||
+		    cfg->n_function_filters > 0 || cfg->n_function_graph_roots > 0, "function graph");
+	UNSUPPORTED(cfg->print_filter != NULL, "print_filter");
+	UNSUPPORTED(cfg->n_kprobe_events > 0, "kprobe_events");
+	UNSUPPORTED(cfg->n_tids_to_trace > 0, "tids_to_trace");
+	UNSUPPORTED(cfg->n_tracefs_options > 0, "tracefs_options");
+	UNSUPPORTED(cfg->tracing_cpumask != NULL, "tracing_cpumask");
+#undef UNSUPPORTED
+	return r;
+}
+
+int ftrace_config_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struct ftrace_event_list *avail,
+			  uint64_t ram_bytes, struct ftrace_config **ret, char **ret_error)
+{
+	_cleanup_(ftrace_config_freep_) struct ftrace_config *c = NULL;
+	_cleanup_free_ bool *chosen = NULL;
+	struct resolver rs;
+	const char *inst;
+	int r;
+
+	r = ftrace_config_instance_name(cfg, &inst, ret_error);
+	if (r < 0)
+		return r;
+	if (cfg->n_ftrace_events > FTRACE_MAX_CONFIG_EVENTS) {
+		if (ret_error) {
+			free(*ret_error);
+			if (asprintf(ret_error, "FtraceConfig lists %zu events, more than the %u allowed",
+				     cfg->n_ftrace_events, FTRACE_MAX_CONFIG_EVENTS) < 0)
+				*ret_error = NULL;
+		}
+		return -EINVAL;
+	}
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	if (inst) {
+		c->instance_name = strdup(inst);
+		if (!c->instance_name)
+			return -ENOMEM;
+	}
+	chosen = calloc(avail->n ? avail->n : 1, sizeof(bool));
+	if (!chosen)
+		return -ENOMEM;
+	rs = (struct resolver){ .avail = avail, .c = c, .chosen = chosen };
+
+	for (size_t i = 0; i < cfg->n_ftrace_events; i++) {
+		const char *req = cfg->ftrace_events[i];
+
+		if (!req)
+			continue;
+		r = resolve_one(&rs, req);
+		if (r == -E2BIG) {
+			if (ret_error) {
+				free(*ret_error);
+				if (asprintf(ret_error, "FtraceConfig expands to more than %u events",
+					     FTRACE_MAX_EVENTS) < 0)
+					*ret_error = NULL;
+			}
+			return -EINVAL;
+		}
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < c->n_unknown && r >= 0; i++)
+		r = warn(c, "unknown ftrace event '%s'", c->unknown[i]);
+	if (r < 0)
+		return r;
+
+	for (size_t i = 0; i < c->n_events; i++)
+		if (strcmp(c->events[i]->group, "sched") == 0 && strcmp(c->events[i]->name, "sched_switch") == 0)
+			c->has_sched_switch = true;
+
+	/* Buffer size: explicit wins, unless it is only a lower bound below the default. */
+	uint32_t def = default_buffer_kb(ram_bytes);
+	uint32_t kb = cfg->has_buffer_size_kb ? cfg->buffer_size_kb : 0;
+	if (kb == 0 || (cfg->has_buffer_size_lower_bound && cfg->buffer_size_lower_bound && kb < def))
+		kb = def;
+	c->buffer_size_kb = MIN(kb, FTRACE_BUFFER_KB_MAX);
+
+	c->drain_period_ms = FTRACE_DRAIN_MS_DEFAULT;
+	if (cfg->has_drain_period_ms && cfg->drain_period_ms >= FTRACE_DRAIN_MS_MIN &&
+	    cfg->drain_period_ms <= FTRACE_DRAIN_MS_MAX)
+		c->drain_period_ms = cfg->drain_period_ms;
+
+	c->drain_buffer_percent = cfg->has_drain_buffer_percent && cfg->drain_buffer_percent <= 100 ?
+					  cfg->drain_buffer_percent : 0;
+	c->compact_sched = c->has_sched_switch &&
+			   (!cfg->compact_sched || !cfg->compact_sched->has_enabled || cfg->compact_sched->enabled);
+	c->disable_generic_events = cfg->has_disable_generic_events && cfg->disable_generic_events;
+	c->denser_generic_events = !cfg->has_denser_generic_event_encoding || cfg->denser_generic_event_encoding;
+	c->preserve = cfg->has_preserve_ftrace_buffer && cfg->preserve_ftrace_buffer;
+	c->mono_raw = cfg->has_use_monotonic_raw_clock && cfg->use_monotonic_raw_clock;
+
+	r = check_unsupported(cfg, c);
+	if (r < 0)
+		return r;
+
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+struct ftrace_config *ftrace_config_free(struct ftrace_config *c)
+{
+	if (!c)
+		return NULL;
+	for (size_t i = 0; i < c->n_unknown; i++)
+		free(c->unknown[i]);
+	free(c->unknown);
+	free(c->events);
+	free(c->warnings);
+	free(c->instance_name);
+	free(c);
+	return NULL;
+}

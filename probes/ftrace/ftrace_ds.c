@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One linux.ftrace data source: SetupDataSource (validate, resolve events,
+ * configure tracefs), StartDataSource (tracing on, stats snapshot, drain),
+ * Flush (read now, FtraceStats pair) and StopDataSource (release what only
+ * it needed; the last one restores tracefs).
+ */
+
+#include <string.h>
+#include <time.h>
+
+#include "probes/ftrace/ftrace_ds_internal.h"
+#include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
+#include "smb/smb.h"
+#include "util/util.h"
+
+#define TRACE_PACKET_TIMESTAMP 8
+#define FTRACE_STATS_PHASE_START 1
+#define FTRACE_STATS_PHASE_END 2
+
+static void ds_freep(struct ftrace_ds **ds)
+{
+	ftrace_ds_free(*ds);
+}
+
+static uint64_t ram_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), ps = sysconf(_SC_PAGESIZE);
+
+	return pages > 0 && ps > 0 ? (uint64_t)pages * (uint64_t)ps : 0;
+}
+
+static int add_failed(struct ftrace_ds *ds, const struct ftrace_event_name *e, const char *why)
+{
+	char **n = reallocarray(ds->failed, ds->n_failed + 1, sizeof(*n));
+	_cleanup_free_ char *line = NULL;
+
+	if (!n)
+		return -ENOMEM;
+	ds->failed = n;
+	ds->failed[ds->n_failed] = ftrace_strdup_printf("%s/%s", e->group, e->name);
+	if (!ds->failed[ds->n_failed])
+		return -ENOMEM;
+	ds->n_failed++;
+	line = ftrace_strdup_printf("failed to enable ftrace event %s/%s: %s", e->group, e->name, why);
+	return line ? ftrace_append_line(&ds->warnings, line) : -ENOMEM;
+}
+
+/*
+ * Formats first: an event the parser cannot take is reported as failed and
+ * never enabled in the kernel.
+ */
+static int load_events(struct ftrace_ds *ds)
+{
+	struct ftrace_config *c = ds->cfg;
+	size_t w = 0;
+	int r;
+
+	for (size_t i = 0; i < c->n_events; i++) {
+		const struct ftrace_event_name *e = c->events[i];
+		int id;
+
+		r = ftrace_format_table_load_event(ds->inst->table, e->group, e->name, &id);
+		if (r == -ENOMEM)
+			return r;
+		if (r >= 0) {
+			r = ftrace_parser_enable(ds->parser, id);
+			if (r == -ENOMEM)
+				return r;
+		}
+		if (r < 0) {
+			r = add_failed(ds, e, r == -EOPNOTSUPP ? "generic events are disabled" : strerror(-r));
+			if (r < 0)
+				return r;
+			continue;
+		}
+		c->events[w++] = e;
+	}
+	c->n_events = w;
+	return 0;
+}
+
+int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracing_session_id,
+		    const struct Perfetto__Protos__FtraceConfig *cfg, struct smb_writer *w,
+		    const struct ftrace_ds_hooks *hooks, void *userdata, struct ftrace_ds **ret, char **ret_error)
+{
+	_cleanup_(ds_freep) struct ftrace_ds *ds = NULL;
+	_cleanup_free_ char *enable_errors = NULL;
+	struct ftrace_tracefs_params tp;
+	struct ftrace_parser_opts po;
+	const char *inst_name;
+	unsigned n_cpus;
+	int r;
+
+	if (!h || !cfg || !w || !ret)
+		return -EINVAL;
+
+	r = ftrace_config_instance_name(cfg, &inst_name, ret_error);
+	if (r < 0)
+		return r;
+
+	ds = calloc(1, sizeof(*ds));
+	if (!ds)
+		return -ENOMEM;
+	ds->host = h;
+	ds->instance_id = instance_id;
+	ds->tracing_session_id = tracing_session_id;
+	ds->writer = w;
+	if (hooks)
+		ds->hooks = *hooks;
+	ds->userdata = userdata;
+
+	r = ftrace_host_get_inst(h, inst_name, &ds->inst, ret_error);
+	if (r < 0)
+		return r;
+	/* Linked from here on so that freeing it on failure releases the directory. */
+	ds->next = ds->inst->sessions;
+	ds->inst->sessions = ds;
+	n_cpus = ds->inst->n_cpus;
+
+	r = ftrace_tracefs_read_available(ds->inst->tfs, &ds->avail);
+	if (r < 0) {
+		ftrace_set_error(ret_error, ftrace_strdup_printf("read %s/available_events: %s",
+								 ftrace_tracefs_path(ds->inst->tfs), strerror(-r)));
+		return r;
+	}
+	r = ftrace_config_resolve(cfg, ds->avail, ram_bytes(), &ds->cfg, ret_error);
+	if (r < 0)
+		return r;
+	if (ds->cfg->warnings) {
+		ds->warnings = strdup(ds->cfg->warnings);
+		if (!ds->warnings)
+			return -ENOMEM;
+	}
+
+	po = (struct ftrace_parser_opts){
+		.compact_sched = ds->cfg->compact_sched,
+		.generic_dense = ds->cfg->denser_generic_events,
+		.disable_generic_events = ds->cfg->disable_generic_events,
+	};
+	r = ftrace_parser_new(ds->inst->table, &po, &ds->parser);
+	if (r < 0)
+		return r;
+	r = load_events(ds);
+	if (r < 0)
+		return r;
+
+	ds->enabled = calloc(ds->cfg->n_events ? ds->cfg->n_events : 1, sizeof(bool));
+	ds->cpu_state = calloc(n_cpus, sizeof(*ds->cpu_state));
+	ds->cpu_pass = calloc(n_cpus, sizeof(*ds->cpu_pass));
+	ds->start_stats = calloc(n_cpus, sizeof(*ds->start_stats));
+	if (!ds->enabled || !ds->cpu_state || !ds->cpu_pass || !ds->start_stats)
+		return -ENOMEM;
+	r = ftrace_pidset_new(FTRACE_PIDSET_CAPACITY, &ds->pids);
+	if (r < 0)
+		return r;
+
+	tp = (struct ftrace_tracefs_params){
+		.buffer_size_kb = ds->cfg->buffer_size_kb,
+		.drain_buffer_percent = ds->cfg->drain_buffer_percent,
+		.preserve = ds->cfg->preserve,
+		.mono_raw = ds->cfg->mono_raw,
+	};
+	r = ftrace_tracefs_attach(ds->inst->tfs, &tp, ret_error);
+	if (r < 0)
+		return r;
+	ds->attached = true;
+
+	r = ftrace_tracefs_enable_events(ds->inst->tfs, ds->cfg->events, ds->cfg->n_events, ds->enabled,
+					 &enable_errors);
+	if (r < 0) {
+		ftrace_set_error(ret_error, ftrace_strdup_printf("enable ftrace events in %s: %s",
+								 ftrace_tracefs_path(ds->inst->tfs), strerror(-r)));
+		return r;
+	}
+	for (size_t i = 0; i < ds->cfg->n_events; i++) {
+		if (ds->enabled[i])
+			continue;
+		r = add_failed(ds, ds->cfg->events[i], "the kernel refused it");
+		if (r < 0)
+			return r;
+	}
+	if (enable_errors && ftrace_append_line(&ds->warnings, enable_errors) < 0)
+		return -ENOMEM;
+
+	*ret = TAKE_PTR(ds);
+	return 0;
+}
+
+static void write_stats_packet(struct ftrace_ds *ds, const struct ftrace_stats_msg *m)
+{
+	struct pbw *pw = smb_writer_begin_packet(ds->writer);
+
+	if (!pw)
+		return;
+	pbw_varint(pw, TRACE_PACKET_TIMESTAMP, now_ns(CLOCK_BOOTTIME));
+	ftrace_stats_encode(pw, m);
+	(void)smb_writer_end_packet(ds->writer);
+}
+
+static void snapshot_stats(struct ftrace_ds *ds, struct ftrace_cpu_stats *out)
+{
+	struct ftrace_inst *in = ds->inst;
+
+	for (unsigned cpu = 0; cpu < in->n_cpus; cpu++) {
+		out[cpu] = (struct ftrace_cpu_stats){ .cpu = cpu };
+		/* An absent CPU stays present == 0 and is left out of the packet. */
+		if (ftrace_stats_read(in->tfs, cpu, &out[cpu]) < 0)
+			out[cpu].present = 0;
+	}
+}
+
+int ftrace_ds_start(struct ftrace_ds *ds)
+{
+	struct ftrace_inst *in;
+	int r;
+
+	if (!ds)
+		return -EINVAL;
+	if (ds->started)
+		return -EALREADY;
+	in = ds->inst;
+
+	r = ftrace_inst_open_cpus(in);
+	if (r < 0)
+		return r;
+	r = ftrace_tracefs_activate(in->tfs, ds->cfg->drain_buffer_percent);
+	if (r < 0)
+		return r;
+	snapshot_stats(ds, ds->start_stats);
+	memset(ds->cpu_pass, 0, in->n_cpus * sizeof(*ds->cpu_pass));
+	ds->started = true;
+	ds->ever_started = true;
+
+	if (ds->cfg->preserve) {
+		struct ftrace_stats_msg m = { .phase = FTRACE_STATS_PHASE_START, .preserve_ftrace_buffer = true };
+
+		write_stats_packet(ds, &m);
+	}
+
+	r = ftrace_host_update_timer(ds->host);
+	if (r < 0) {
+		ds->started = false;
+		(void)ftrace_tracefs_deactivate(in->tfs);
+		return r;
+	}
+	return 0;
+}
+
+static uint32_t parse_errors_mask(const struct ftrace_ds *ds)
+{
+	uint32_t m = ds->read_errors_mask;
+
+	for (unsigned cpu = 0; cpu < ds->inst->n_cpus; cpu++)
+		m |= ds->cpu_pass[cpu].parse_errors_mask;
+	return m;
+}
+
+static uint32_t kb_to_pages(uint32_t kb, size_t page_size)
+{
+	uint64_t bytes = (uint64_t)kb * 1024;
+
+	return (uint32_t)((bytes + page_size - 1) / page_size);
+}
+
+int ftrace_ds_flush(struct ftrace_ds *ds)
+{
+	_cleanup_free_ struct ftrace_cpu_stats *now = NULL;
+	struct ftrace_inst *in;
+	struct ftrace_stats_msg m;
+	uint32_t kb = 0;
+	int r;
+
+	if (!ds)
+		return -EINVAL;
+	in = ds->inst;
+	if (!ds->started) {
+		smb_writer_flush(ds->writer);
+		return 0;
+	}
+
+	r = ftrace_inst_read_pass(in, /* flush= */ true, NULL);
+
+	m = (struct ftrace_stats_msg){
+		.phase = FTRACE_STATS_PHASE_START,
+		.cpu = ds->start_stats,
+		.n_cpu = in->n_cpus,
+		.unknown_events = ds->cfg->unknown,
+		.n_unknown = ds->cfg->n_unknown,
+		.failed_events = ds->failed,
+		.n_failed = ds->n_failed,
+		.preserve_ftrace_buffer = ds->cfg->preserve,
+	};
+	write_stats_packet(ds, &m);
+
+	now = calloc(in->n_cpus, sizeof(*now));
+	if (now)
+		snapshot_stats(ds, now);
+	(void)ftrace_tracefs_read_buffer_kb(in->tfs, &kb);
+	m = (struct ftrace_stats_msg){
+		.phase = FTRACE_STATS_PHASE_END,
+		.cpu = now,
+		.n_cpu = now ? in->n_cpus : 0,
+		.parse_errors = parse_errors_mask(ds),
+		.cpu_buffer_size_pages = kb_to_pages(kb, (size_t)sysconf(_SC_PAGESIZE)),
+		.cached_cpu_buffer_size_pages =
+			kb_to_pages(ftrace_tracefs_cached_buffer_kb(in->tfs), (size_t)sysconf(_SC_PAGESIZE)),
+	};
+	write_stats_packet(ds, &m);
+
+	smb_writer_flush(ds->writer);
+	return now ? r : -ENOMEM;
+}
+
+struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds)
+{
+	struct ftrace_inst *in;
+
+	if (!ds)
+		return NULL;
+	in = ds->inst;
+	if (in) {
+		if (ds->started) {
+			ds->started = false;
+			(void)ftrace_tracefs_deactivate(in->tfs);
+		}
+		for (struct ftrace_ds **p = &in->sessions; *p; p = &(*p)->next)
+			if (*p == ds) {
+				*p = ds->next;
+				break;
+			}
+		if (ds->attached) {
+			ftrace_tracefs_release_events(in->tfs, ds->cfg->events, ds->cfg->n_events, ds->enabled);
+			(void)ftrace_tracefs_detach(in->tfs);
+		}
+		ftrace_host_put_inst(in);
+		(void)ftrace_host_update_timer(ds->host);
+	}
+
+	ftrace_parser_free(ds->parser);
+	ftrace_pidset_free(ds->pids);
+	for (size_t i = 0; i < ds->n_failed; i++)
+		free(ds->failed[i]);
+	free(ds->failed);
+	free(ds->warnings);
+	free(ds->enabled);
+	free(ds->cpu_state);
+	free(ds->cpu_pass);
+	free(ds->start_stats);
+	ftrace_config_free(ds->cfg);
+	ftrace_event_list_free(ds->avail);
+	free(ds);
+	return NULL;
+}
+
+uint64_t ftrace_ds_instance_id(const struct ftrace_ds *ds)
+{
+	return ds->instance_id;
+}
+
+uint64_t ftrace_ds_tracing_session_id(const struct ftrace_ds *ds)
+{
+	return ds->tracing_session_id;
+}
+
+const char *ftrace_ds_get_warnings(const struct ftrace_ds *ds)
+{
+	return ds->warnings;
+}
+
+static uint64_t delta(uint64_t now, uint64_t then)
+{
+	return now >= then ? now - then : 0;
+}
+
+int ftrace_ds_get_summary(struct ftrace_ds *ds, struct ftrace_ds_summary **ret)
+{
+	_cleanup_free_ struct ftrace_cpu_stats *now = NULL;
+	struct ftrace_ds_summary *s;
+	struct ftrace_inst *in;
+
+	if (!ds || !ret)
+		return -EINVAL;
+	if (!ds->ever_started)
+		return -ESTALE;
+	in = ds->inst;
+	now = calloc(in->n_cpus, sizeof(*now));
+	s = calloc(1, sizeof(*s) + in->n_cpus * sizeof(s->cpu[0]));
+	if (!now || !s) {
+		free(s);
+		return -ENOMEM;
+	}
+	snapshot_stats(ds, now);
+
+	s->passes = ds->passes;
+	s->n_unknown_events = (unsigned)ds->cfg->n_unknown;
+	s->n_failed_events = (unsigned)ds->n_failed;
+	s->n_cpus = in->n_cpus;
+	for (unsigned cpu = 0; cpu < in->n_cpus; cpu++) {
+		const struct ftrace_pass_stats *p = &ds->cpu_pass[cpu];
+		const struct ftrace_cpu_stats *a = &ds->start_stats[cpu], *b = &now[cpu];
+		struct ftrace_cpu_summary *c = &s->cpu[cpu];
+
+		c->events = p->events;
+		c->pages = p->pages;
+		c->bytes = p->bytes;
+		c->pages_with_loss = p->lost_pages;
+		s->parse_errors += p->parse_errors;
+		if (a->present && b->present) {
+			c->overrun = delta(b->overrun, a->overrun);
+			c->lost_events = c->overrun + delta(b->dropped_events, a->dropped_events);
+			c->read_events = delta(b->read_events, a->read_events);
+		}
+	}
+	*ret = s;
+	return 0;
+}

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The process-wide ftrace state: one entry per tracefs directory in use,
+ * its per-CPU readers, and the drain timer that reads them.
+ *
+ * A read pass takes each CPU's pages once and gives them to every started
+ * data source of that directory (each parser keeps only its own events).
+ * The pass is bounded per CPU; a CPU that hits the bound gets another pass
+ * right away, so a late or slow timer reads more, never less.
+ */
+
+#include <string.h>
+#include <time.h>
+
+#include "probes/ftrace/ftrace_ds_internal.h"
+#include "smb/smb.h"
+#include "util/util.h"
+
+int ftrace_host_new(sd_event *e, struct ftrace_host **ret)
+{
+	struct ftrace_host *h;
+
+	if (!e || !ret)
+		return -EINVAL;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->state_dir = strdup(ftrace_state_dir());
+	if (!h->state_dir) {
+		free(h);
+		return -ENOMEM;
+	}
+	h->event = sd_event_ref(e);
+	*ret = h;
+	return 0;
+}
+
+struct ftrace_host *ftrace_host_free(struct ftrace_host *h)
+{
+	if (!h)
+		return NULL;
+	/* Freeing the last data source of a directory frees that directory too. */
+	while (h->insts) {
+		struct ftrace_inst *in = h->insts;
+
+		if (in->sessions)
+			ftrace_ds_free(in->sessions);
+		else
+			ftrace_host_put_inst(in);
+	}
+	h->timer = sd_event_source_disable_unref(h->timer);
+	sd_event_unref(h->event);
+	free(h->root);
+	free(h->state_dir);
+	free(h);
+	return NULL;
+}
+
+static struct ftrace_inst *inst_free(struct ftrace_inst *in)
+{
+	if (!in)
+		return NULL;
+	if (in->cpus)
+		for (unsigned i = 0; i < in->n_cpus; i++)
+			ftrace_cpu_free(in->cpus[i]);
+	free(in->cpus);
+	free(in->pages);
+	ftrace_format_table_free(in->table);
+	ftrace_tracefs_free(in->tfs);
+	free(in);
+	return NULL;
+}
+
+int ftrace_host_get_inst(struct ftrace_host *h, const char *instance_name, struct ftrace_inst **ret,
+			 char **ret_error)
+{
+	struct ftrace_inst *in;
+	long ncpu;
+	int r;
+
+	for (in = h->insts; in; in = in->next) {
+		const char *n = ftrace_tracefs_instance_name(in->tfs);
+
+		if ((!n && !instance_name) || (n && instance_name && strcmp(n, instance_name) == 0)) {
+			*ret = in;
+			return 0;
+		}
+	}
+
+	if (!h->root) {
+		r = ftrace_tracefs_find_root(&h->root, ret_error);
+		if (r < 0)
+			return r;
+	}
+
+	in = calloc(1, sizeof(*in));
+	if (!in)
+		return -ENOMEM;
+	in->host = h;
+	r = ftrace_tracefs_open(h->root, instance_name, h->state_dir, &in->tfs, ret_error);
+	if (r < 0)
+		goto fail;
+	r = ftrace_format_table_new(ftrace_tracefs_path(in->tfs), &in->table);
+	if (r < 0) {
+		ftrace_set_error(ret_error, ftrace_strdup_printf("read the ring-buffer page layout of %s: %s",
+								 ftrace_tracefs_path(in->tfs), strerror(-r)));
+		goto fail;
+	}
+	in->commit_size = ftrace_format_table_commit_size(in->table);
+	r = ftrace_tracefs_page_size(in->tfs, &in->page_size);
+	if (r < 0)
+		goto fail;
+	ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	in->n_cpus = ncpu <= 0 ? 1 : (unsigned)MIN((unsigned long)ncpu, FTRACE_MAX_CPUS);
+	in->cpus = calloc(in->n_cpus, sizeof(*in->cpus));
+	in->pages = malloc(FTRACE_BATCH_PAGES * in->page_size);
+	if (!in->cpus || !in->pages) {
+		r = -ENOMEM;
+		goto fail;
+	}
+
+	in->next = h->insts;
+	h->insts = in;
+	*ret = in;
+	return 0;
+
+fail:
+	inst_free(in);
+	return r;
+}
+
+void ftrace_host_put_inst(struct ftrace_inst *in)
+{
+	struct ftrace_host *h = in->host;
+
+	if (in->sessions)
+		return;
+	for (struct ftrace_inst **p = &h->insts; *p; p = &(*p)->next)
+		if (*p == in) {
+			*p = in->next;
+			break;
+		}
+	inst_free(in);
+}
+
+int ftrace_inst_open_cpus(struct ftrace_inst *in)
+{
+	unsigned opened = 0;
+	int r;
+
+	if (in->cpus_open)
+		return 0;
+	for (unsigned i = 0; i < in->n_cpus; i++) {
+		if (in->cpus[i]) {
+			opened++;
+			continue;
+		}
+		r = ftrace_cpu_open(in->tfs, i, in->page_size, in->commit_size, &in->cpus[i]);
+		/* Possible but absent CPUs have no per_cpu directory: not an error. */
+		if (r == -ENOENT)
+			continue;
+		if (r < 0)
+			return r;
+		opened++;
+	}
+	if (opened == 0)
+		return -ENODEV;
+	in->cpus_open = true;
+	return 0;
+}
+
+/*
+ * When trace_clock is not "boot", bundles carry an (ftrace clock, boottime)
+ * pair taken together; cpu0's stats "now ts" is the ftrace clock's now.
+ */
+static void set_clock_snapshot(struct ftrace_inst *in)
+{
+	int clock = ftrace_tracefs_clock(in->tfs);
+	struct ftrace_cpu_stats s = { 0 };
+	int64_t fts = 0, bts = 0;
+
+	if (clock != FTRACE_CLOCK_UNSPECIFIED) {
+		unsigned cpu0 = 0;
+
+		while (cpu0 + 1 < in->n_cpus && !in->cpus[cpu0])
+			cpu0++;
+		bts = (int64_t)now_ns(CLOCK_BOOTTIME);
+		if (ftrace_stats_read(in->tfs, cpu0, &s) >= 0 && (s.present & FTRACE_STAT_NOW_TS))
+			fts = (int64_t)(s.now_ts * 1e9);
+	}
+	for (struct ftrace_ds *ds = in->sessions; ds; ds = ds->next)
+		if (ds->started)
+			ftrace_parser_set_clock(ds->parser, (enum ftrace_clock)clock, fts, bts);
+}
+
+static void feed_sessions(struct ftrace_inst *in, unsigned cpu, size_t n)
+{
+	for (struct ftrace_ds *ds = in->sessions; ds; ds = ds->next) {
+		if (!ds->started)
+			continue;
+		(void)ftrace_parser_parse_pages(ds->parser, cpu, in->pages, n, in->page_size, ds->writer,
+						&ds->cpu_state[cpu], ds->pids, &ds->cpu_pass[cpu]);
+	}
+}
+
+static void note_read_error(struct ftrace_inst *in, int status)
+{
+	for (struct ftrace_ds *ds = in->sessions; ds; ds = ds->next)
+		if (ds->started && status > 0 && status < 32)
+			ds->read_errors_mask |= 1u << status;
+}
+
+int ftrace_inst_read_pass(struct ftrace_inst *in, bool flush, bool *ret_more)
+{
+	size_t budget_per_cpu = FTRACE_PASS_MAX_PAGES;
+	bool any = false;
+	int r = 0;
+
+	for (struct ftrace_ds *ds = in->sessions; ds; ds = ds->next)
+		any |= ds->started;
+	if (!any || !in->cpus_open)
+		return 0;
+
+	if (flush) {
+		/* A flush empties the buffer: up to its whole size (plus the reader page). */
+		uint32_t kb = ftrace_tracefs_cached_buffer_kb(in->tfs);
+		size_t pages;
+
+		if (kb == 0)
+			(void)ftrace_tracefs_read_buffer_kb(in->tfs, &kb);
+		pages = (size_t)kb * 1024 / in->page_size + 2;
+		budget_per_cpu = MAX(pages, (size_t)FTRACE_PASS_MAX_PAGES);
+	}
+
+	set_clock_snapshot(in);
+
+	for (unsigned cpu = 0; cpu < in->n_cpus; cpu++) {
+		struct ftrace_cpu *c = in->cpus[cpu];
+		size_t budget = budget_per_cpu;
+
+		if (!c)
+			continue;
+		ftrace_cpu_begin_pass(c);
+		while (budget > 0) {
+			enum ftrace_cpu_read_status st;
+			int pst = 0, k;
+			size_t n = 0;
+
+			k = ftrace_cpu_read(c, in->pages, MIN(budget, (size_t)FTRACE_BATCH_PAGES), &n, &st, &pst);
+			if (n > 0)
+				feed_sessions(in, cpu, n);
+			budget -= n;
+			if (pst)
+				note_read_error(in, pst);
+			if (k < 0 && r == 0)
+				r = k;
+			if (k < 0 || st == FTRACE_CPU_EMPTY)
+				break;
+		}
+		if (budget == 0 && ret_more)
+			*ret_more = true;
+	}
+
+	for (struct ftrace_ds *ds = in->sessions; ds; ds = ds->next) {
+		if (!ds->started)
+			continue;
+		ds->passes++;
+		if (ds->hooks.pass_done)
+			ds->hooks.pass_done(ds, ds->pids, ds->userdata);
+		ftrace_pidset_clear(ds->pids);
+	}
+	return r;
+}
+
+/* ---- drain timer --------------------------------------------------------- */
+
+static uint32_t wanted_period(const struct ftrace_host *h)
+{
+	uint32_t p = 0;
+
+	for (struct ftrace_inst *in = h->insts; in; in = in->next)
+		for (struct ftrace_ds *ds = in->sessions; ds; ds = ds->next)
+			if (ds->started && (p == 0 || ds->cfg->drain_period_ms < p))
+				p = ds->cfg->drain_period_ms;
+	return p;
+}
+
+/* Like Perfetto: wake on multiples of the period on the wall clock. */
+static uint64_t next_deadline_usec(uint32_t period_ms)
+{
+	uint64_t wall_ms = now_ns(CLOCK_REALTIME) / 1000000u;
+	uint64_t delay_ms = period_ms - wall_ms % period_ms;
+
+	return now_ns(CLOCK_MONOTONIC) / 1000u + delay_ms * 1000u;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct ftrace_host *h = userdata;
+	bool more = false;
+
+	for (struct ftrace_inst *in = h->insts; in; in = in->next)
+		(void)ftrace_inst_read_pass(in, /* flush= */ false, &more);
+
+	if (h->period_ms == 0)
+		return 0;
+	/* A CPU still had data: go again at once instead of waiting a period. */
+	(void)sd_event_source_set_time(s, more ? now_ns(CLOCK_MONOTONIC) / 1000u : next_deadline_usec(h->period_ms));
+	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+int ftrace_host_update_timer(struct ftrace_host *h)
+{
+	uint32_t p = wanted_period(h);
+	int r;
+
+	if (p == 0) {
+		h->period_ms = 0;
+		if (h->timer)
+			(void)sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+		return 0;
+	}
+	if (p == h->period_ms && h->timer)
+		return 0;
+	if (!h->timer) {
+		/* 1 ms accuracy: sd-event's default (250 ms) would swallow short periods. */
+		r = sd_event_add_time(h->event, &h->timer, CLOCK_MONOTONIC, next_deadline_usec(p), 1000, on_timer, h);
+		if (r < 0) {
+			h->timer = NULL;
+			return r;
+		}
+		(void)sd_event_source_set_description(h->timer, "ftrace-drain");
+	} else {
+		r = sd_event_source_set_time(h->timer, next_deadline_usec(p));
+		if (r < 0)
+			return r;
+	}
+	r = sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
+	if (r < 0)
+		return r;
+	h->period_ms = p;
+	return 0;
+}
