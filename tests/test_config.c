@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Trace configs: every example in config/ parses, the text-format reader
+ * rejects what it must with a line number, and the recorder's flags produce
+ * the same config shape as config/sched-process-names.pbtxt.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "probes/pbtxt.h"
+#include "probes/recorder.h"
+#include "protos/perfetto/common/descriptor.pb-c.h"
+#include "protos/perfetto/config/trace_config.pb-c.h"
+#include "util/util.h"
+
+static char source_root[4096];
+
+static Perfetto__Protos__TraceConfig *parse_text(const char *text, char *err, size_t err_len)
+{
+	ProtobufCMessage *m = NULL;
+	int r = pbtxt_parse(&perfetto__protos__trace_config__descriptor, text, strlen(text), &m, err,
+			    err_len);
+	return r < 0 ? NULL : (Perfetto__Protos__TraceConfig *)m;
+}
+
+START_TEST(test_examples_parse)
+{
+	char dir[4200];
+	DIR *d;
+	struct dirent *de;
+	unsigned n = 0;
+
+	snprintf(dir, sizeof(dir), "%s/config", source_root);
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d))) {
+		char path[4500], err[256];
+		Perfetto__Protos__TraceConfig *cfg = NULL;
+		size_t len = strlen(de->d_name);
+		int r;
+
+		if (len < 6 || strcmp(de->d_name + len - 6, ".pbtxt") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		r = recorder_config_load(path, &cfg, err, sizeof(err));
+		ck_assert_msg(r == 0, "%s: %s", de->d_name, err);
+		/* every example records ftrace into a buffer it declares */
+		ck_assert_uint_ge(cfg->n_buffers, 1);
+		ck_assert_uint_ge(cfg->n_data_sources, 1);
+		ck_assert_str_eq(cfg->data_sources[0]->config->name, "linux.ftrace");
+		ck_assert_ptr_nonnull(cfg->data_sources[0]->config->ftrace_config);
+		ck_assert_uint_ge(cfg->data_sources[0]->config->ftrace_config->n_ftrace_events, 2);
+		for (size_t i = 0; i < cfg->n_data_sources; i++)
+			ck_assert_uint_lt(cfg->data_sources[i]->config->target_buffer, cfg->n_buffers);
+		ck_assert(cfg->has_duration_ms && cfg->duration_ms > 0);
+		protobuf_c_message_free_unpacked(&cfg->base, NULL);
+		n++;
+	}
+	closedir(d);
+	ck_assert_uint_ge(n, 3);
+}
+END_TEST
+
+START_TEST(test_pbtxt_values)
+{
+	char err[256];
+	Perfetto__Protos__TraceConfig *cfg = parse_text(
+		"# comment\n"
+		"buffers: { size_kb: 1024, fill_policy: RING_BUFFER }\n"
+		"buffers < size_kb: 0x10 fill_policy: 2 >\n"
+		"data_sources { config { name: 'linux.ftrace' target_buffer: 1\n"
+		"  ftrace_config { ftrace_events: [\"sched/sched_switch\", \"a\" \"b\\x63\"]\n"
+		"    compact_sched { enabled: false } } } }\n"
+		"duration_ms: 4294967295;\n",
+		err, sizeof(err));
+
+	ck_assert_msg(cfg != NULL, "%s", err);
+	ck_assert_uint_eq(cfg->n_buffers, 2);
+	ck_assert_uint_eq(cfg->buffers[0]->size_kb, 1024);
+	ck_assert_int_eq(cfg->buffers[0]->fill_policy,
+			 PERFETTO__PROTOS__TRACE_CONFIG__BUFFER_CONFIG__FILL_POLICY__RING_BUFFER);
+	ck_assert_uint_eq(cfg->buffers[1]->size_kb, 16);
+	ck_assert_int_eq(cfg->buffers[1]->fill_policy,
+			 PERFETTO__PROTOS__TRACE_CONFIG__BUFFER_CONFIG__FILL_POLICY__DISCARD);
+	ck_assert_str_eq(cfg->data_sources[0]->config->name, "linux.ftrace");
+	ck_assert_uint_eq(cfg->data_sources[0]->config->ftrace_config->n_ftrace_events, 2);
+	ck_assert_str_eq(cfg->data_sources[0]->config->ftrace_config->ftrace_events[1], "abc");
+	ck_assert(cfg->data_sources[0]->config->ftrace_config->compact_sched->has_enabled);
+	ck_assert(!cfg->data_sources[0]->config->ftrace_config->compact_sched->enabled);
+	ck_assert_uint_eq(cfg->duration_ms, 4294967295u);
+	protobuf_c_message_free_unpacked(&cfg->base, NULL);
+}
+END_TEST
+
+START_TEST(test_pbtxt_errors)
+{
+	static const struct {
+		const char *text;
+		const char *want;
+	} cases[] = {
+		{ "no_such_field: 1", "line 1: perfetto.protos.TraceConfig has no field 'no_such_field'" },
+		{ "duration_ms: -1", "line 1:" },
+		{ "duration_ms: 4294967296", "out of range" },
+		{ "\n\nbuffers { fill_policy: SOMETIMES }", "line 3:" },
+		{ "buffers { size_kb: 1", "missing '}'" },
+		{ "data_sources { config { name: \"x } }", "unterminated string" },
+		{ "duration_ms 5", "expected ':'" },
+		{ "buffers: 5", "expected '{'" },
+		{ "duration_ms: [1, 2]", "not repeated" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char err[256] = "";
+		Perfetto__Protos__TraceConfig *cfg = parse_text(cases[i].text, err, sizeof(err));
+
+		ck_assert_msg(cfg == NULL, "'%s' was accepted", cases[i].text);
+		ck_assert_msg(strstr(err, cases[i].want) != NULL, "'%s': got '%s', want '%s'",
+			      cases[i].text, err, cases[i].want);
+	}
+}
+END_TEST
+
+START_TEST(test_pbtxt_depth_bounded)
+{
+	char *text = malloc(400000);
+	char err[256] = "";
+	ProtobufCMessage *m = NULL;
+	size_t n = 0;
+	int r;
+
+	ck_assert_ptr_nonnull(text);
+	/* a recursive type nested far deeper than any config: refused, no stack overflow */
+	for (int i = 0; i < 20000; i++) {
+		memcpy(text + n, "nested_type { ", 14);
+		n += 14;
+	}
+	text[n] = '\0';
+	r = pbtxt_parse(&perfetto__protos__descriptor_proto__descriptor, text, n, &m, err, sizeof(err));
+	ck_assert_int_eq(r, -EINVAL);
+	ck_assert_msg(strstr(err, "deeply") != NULL, "%s", err);
+	/* and a reasonable depth works */
+	ck_assert_int_eq(pbtxt_parse(&perfetto__protos__descriptor_proto__descriptor,
+				     "name: 'a' nested_type { nested_type { name: 'c' } }", 51, &m, err,
+				     sizeof(err)), 0);
+	protobuf_c_message_free_unpacked(m, NULL);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_flags_match_example)
+{
+	struct recorder_options o;
+	char err[256], path[4200];
+	Perfetto__Protos__TraceConfig *from_flags = NULL, *from_file = NULL;
+	Perfetto__Protos__FtraceConfig *a, *b;
+
+	recorder_options_init(&o);
+	o.compact_sched = 1;
+	o.buffer_size_kb = 8192;
+	o.drain_period_ms = 250;
+	o.service_buffer_kb = 65536;
+	ck_assert_int_eq(recorder_config_from_options(&o, &from_flags, err, sizeof(err)), 0);
+	snprintf(path, sizeof(path), "%s/config/sched-process-names.pbtxt", source_root);
+	ck_assert_int_eq(recorder_config_load(path, &from_file, err, sizeof(err)), 0);
+
+	ck_assert_uint_eq(from_flags->n_buffers, from_file->n_buffers);
+	ck_assert_uint_eq(from_flags->n_data_sources, from_file->n_data_sources);
+	a = from_flags->data_sources[0]->config->ftrace_config;
+	b = from_file->data_sources[0]->config->ftrace_config;
+	ck_assert_uint_eq(a->n_ftrace_events, b->n_ftrace_events);
+	for (size_t i = 0; i < a->n_ftrace_events; i++) {
+		bool found = false;
+		for (size_t j = 0; j < b->n_ftrace_events; j++)
+			found |= strcmp(a->ftrace_events[i], b->ftrace_events[j]) == 0;
+		ck_assert_msg(found, "%s missing from the example", a->ftrace_events[i]);
+	}
+	ck_assert_uint_eq(a->buffer_size_kb, b->buffer_size_kb);
+	ck_assert_uint_eq(a->drain_period_ms, b->drain_period_ms);
+	ck_assert_int_eq(a->compact_sched->enabled, b->compact_sched->enabled);
+	ck_assert_str_eq(from_flags->data_sources[1]->config->name, "linux.process_stats");
+	ck_assert(from_flags->data_sources[1]->config->process_stats_config->scan_all_processes_on_start);
+	ck_assert(from_flags->data_sources[1]->config->process_stats_config->record_thread_names);
+	protobuf_c_message_free_unpacked(&from_flags->base, NULL);
+	protobuf_c_message_free_unpacked(&from_file->base, NULL);
+}
+END_TEST
+
+START_TEST(test_flags_reject_bad_names)
+{
+	struct recorder_options o;
+	char err[256];
+	Perfetto__Protos__TraceConfig *cfg = NULL;
+
+	recorder_options_init(&o);
+	o.events[o.n_events++] = "sched/sched_switch\" } } } duration_ms: 1 #";
+	ck_assert_int_lt(recorder_config_from_options(&o, &cfg, err, sizeof(err)), 0);
+	recorder_options_init(&o);
+	o.instance = "../../etc";
+	ck_assert_int_lt(recorder_config_from_options(&o, &cfg, err, sizeof(err)), 0);
+}
+END_TEST
+
+START_TEST(test_durations_and_sizes)
+{
+	uint64_t ms;
+	uint32_t kb;
+
+	ck_assert_int_eq(recorder_parse_duration_ms("500ms", &ms), 0);
+	ck_assert_uint_eq(ms, 500);
+	ck_assert_int_eq(recorder_parse_duration_ms("10s", &ms), 0);
+	ck_assert_uint_eq(ms, 10000);
+	ck_assert_int_eq(recorder_parse_duration_ms("2m", &ms), 0);
+	ck_assert_uint_eq(ms, 120000);
+	ck_assert_int_eq(recorder_parse_duration_ms("1.5", &ms), 0);
+	ck_assert_uint_eq(ms, 1500);
+	ck_assert_int_lt(recorder_parse_duration_ms("10x", &ms), 0);
+	ck_assert_int_lt(recorder_parse_duration_ms("-1s", &ms), 0);
+	ck_assert_int_lt(recorder_parse_duration_ms("5000000h", &ms), 0);
+	ck_assert_int_eq(recorder_parse_size_kb("8m", &kb), 0);
+	ck_assert_uint_eq(kb, 8192);
+	ck_assert_int_eq(recorder_parse_size_kb("4096", &kb), 0);
+	ck_assert_uint_eq(kb, 4096);
+	ck_assert_int_lt(recorder_parse_size_kb("0", &kb), 0);
+	ck_assert_int_lt(recorder_parse_size_kb("5000000g", &kb), 0);
+	ck_assert_int_lt(recorder_parse_size_kb("-4", &kb), 0);
+}
+END_TEST
+
+int main(void)
+{
+	const char *root = getenv("TP_SOURCE_ROOT");
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("config");
+	SRunner *sr;
+	int failed;
+
+	snprintf(source_root, sizeof(source_root), "%s", root ? root : ".");
+	tcase_add_test(tc, test_examples_parse);
+	tcase_add_test(tc, test_pbtxt_values);
+	tcase_add_test(tc, test_pbtxt_errors);
+	tcase_add_test(tc, test_pbtxt_depth_bounded);
+	tcase_add_test(tc, test_flags_match_example);
+	tcase_add_test(tc, test_flags_reject_bad_names);
+	tcase_add_test(tc, test_durations_and_sizes);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

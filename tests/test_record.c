@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * End to end on the real kernel: `traced-probes record` (producer + the
+ * in-process service over a socketpair and a memfd SMB) records a workload
+ * this test starts, into a tracefs instance of its own.  The file is decoded
+ * with the generated protobuf-c code and checked against the kernel's own
+ * per-CPU counters, and tracefs must be byte-for-byte as before.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "probes/recorder.h"
+#include "tests/tp_kernel.h"
+#include "tests/tp_trace.h"
+#include "util/util.h"
+
+static char instance[64], instance_path[256];
+static char *top_before, *inst_before;
+static char tmpdir[] = "/tmp/tp-record-XXXXXX";
+
+static void setup(void)
+{
+	snprintf(instance, sizeof(instance), "tp-record-%d", (int)getpid());
+	ck_assert_int_eq(tp_instance_create(instance, instance_path, sizeof(instance_path)), 0);
+	top_before = tp_tracefs_snapshot(TP_TRACEFS);
+	inst_before = tp_tracefs_snapshot(instance_path);
+	ck_assert_ptr_nonnull(top_before);
+	ck_assert_ptr_nonnull(inst_before);
+}
+
+static void teardown(void)
+{
+	tp_instance_remove(instance);
+	free(top_before);
+	free(inst_before);
+	top_before = inst_before = NULL;
+}
+
+/* tracefs, at the top level and in our instance, exactly as before */
+static void assert_tracefs_restored(void)
+{
+	_cleanup_free_ char *top = tp_tracefs_snapshot(TP_TRACEFS);
+	_cleanup_free_ char *inst = tp_tracefs_snapshot(instance_path);
+
+	ck_assert_str_eq(top, top_before);
+	ck_assert_str_eq(inst, inst_before);
+}
+
+static void base_options(struct recorder_options *o, const char *out)
+{
+	recorder_options_init(o);
+	o->output = out;
+	o->instance = instance;
+	o->quiet = true;
+}
+
+static void check_reconciled(const struct tp_trace_summary *s, unsigned n_cpus)
+{
+	ck_assert_uint_ge(s->stats_pairs, 1);
+	for (unsigned c = 0; c < n_cpus; c++) {
+		const struct tp_cpu_summary *cs = &s->cpu[c];
+		uint64_t read = cs->end_read - cs->start_read;
+
+		/* every event the kernel handed us is in the trace, and nothing else */
+		ck_assert_msg(cs->events_at_end == read,
+			      "cpu %u: %llu events in the trace before END stats, kernel read %llu", c,
+			      (unsigned long long)cs->events_at_end, (unsigned long long)read);
+		ck_assert_msg(!cs->ts_decreased, "cpu %u: timestamps went backwards", c);
+	}
+}
+
+START_TEST(test_record_sched_busy)
+{
+	char out[512];
+	struct recorder_options o;
+	struct tp_workload w;
+	struct tp_trace_summary s;
+	unsigned n_cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t overrun = 0;
+
+	snprintf(out, sizeof(out), "%s/busy.pftrace", tmpdir);
+	ck_assert_int_eq(tp_workload_start("tp-pingpong", 4, 3000, &w), 0);
+	base_options(&o, out);
+	o.duration_ms = 2000;
+	ck_assert_int_eq(recorder_run(&o), 0);
+	ck_assert_int_eq(tp_workload_wait(&w), 0);
+	assert_tracefs_restored();
+
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	ck_assert(s.has_trace_config);
+	ck_assert(s.has_clock_snapshot);
+	/* a few hundred thousand context switches */
+	ck_assert_uint_ge(s.events, 100000);
+	ck_assert_uint_ge(s.n_cpus, n_cpus);
+	for (unsigned c = 0; c < n_cpus; c++) {
+		ck_assert_msg(s.cpu[c].bundles > 0, "cpu %u has no bundles", c);
+		ck_assert_uint_gt(s.cpu[c].switches, 0);
+		overrun += s.cpu[c].end_overrun - s.cpu[c].start_overrun;
+	}
+	/* the default buffer keeps up with this load */
+	ck_assert_uint_eq(overrun, 0);
+	for (size_t i = 0; i < w.n_tids; i++)
+		ck_assert_msg(tp_trace_has_next_pid(&s, w.tids[i]), "tid %d never scheduled in",
+			      (int)w.tids[i]);
+	check_reconciled(&s, n_cpus);
+	/* process names: the workload's threads belong to its process */
+	for (size_t i = 0; i < w.n_tids; i++)
+		ck_assert_int_eq(tp_trace_thread_tgid(&s, w.tids[i]), w.pid);
+	ck_assert_uint_eq(s.packets_with_loss_flag, 0);
+	tp_trace_free(&s);
+}
+END_TEST
+
+START_TEST(test_record_starved)
+{
+	char out[512];
+	struct recorder_options o;
+	struct tp_workload w;
+	struct tp_trace_summary s;
+	unsigned n_cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t overrun = 0, lost_bundles = 0;
+
+	snprintf(out, sizeof(out), "%s/starved.pftrace", tmpdir);
+	ck_assert_int_eq(tp_workload_start("tp-starve", 4, 3500, &w), 0);
+	base_options(&o, out);
+	o.duration_ms = 3000;
+	o.buffer_size_kb = 16;          /* a few pages per CPU */
+	o.drain_period_ms = 1500;       /* and drained rarely */
+	o.process_names = false;
+	ck_assert_int_eq(recorder_run(&o), 0);
+	ck_assert_int_eq(tp_workload_wait(&w), 0);
+	assert_tracefs_restored();
+
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	for (unsigned c = 0; c < n_cpus; c++) {
+		overrun += s.cpu[c].end_overrun - s.cpu[c].start_overrun;
+		lost_bundles += s.cpu[c].lost_bundles;
+	}
+	ck_assert_uint_gt(overrun, 0);
+	ck_assert_uint_gt(lost_bundles, 0);
+	/* what was not lost is all there, and nothing more */
+	check_reconciled(&s, n_cpus);
+	tp_trace_free(&s);
+}
+END_TEST
+
+static double bytes_per_sched_event(const char *out, bool compact, uint64_t *ret_events)
+{
+	struct recorder_options o;
+	struct tp_workload w;
+	struct tp_trace_summary s;
+	uint64_t bundle_bytes = 0;
+
+	ck_assert_int_eq(tp_workload_start(compact ? "tp-compact" : "tp-plain", 2, 1500, &w), 0);
+	base_options(&o, out);
+	o.duration_ms = 1000;
+	o.process_names = false;
+	o.compact_sched = compact;
+	ck_assert_int_eq(recorder_run(&o), 0);
+	ck_assert_int_eq(tp_workload_wait(&w), 0);
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	for (size_t i = 0; i < s.trace->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *p = s.trace->packet[i];
+
+		if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS)
+			bundle_bytes += protobuf_c_message_get_packed_size(&p->base);
+	}
+	*ret_events = s.events;
+	tp_trace_free(&s);
+	return s.events ? (double)bundle_bytes / (double)s.events : 0;
+}
+
+START_TEST(test_record_compact_is_smaller)
+{
+	char out[512];
+	uint64_t n_compact, n_plain;
+	double compact, plain;
+
+	snprintf(out, sizeof(out), "%s/compact.pftrace", tmpdir);
+	compact = bytes_per_sched_event(out, true, &n_compact);
+	snprintf(out, sizeof(out), "%s/plain.pftrace", tmpdir);
+	plain = bytes_per_sched_event(out, false, &n_plain);
+	fprintf(stderr, "bytes per sched event: compact %.2f (%llu events), plain %.2f (%llu events)\n",
+		compact, (unsigned long long)n_compact, plain, (unsigned long long)n_plain);
+	ck_assert_uint_gt(n_compact, 10000);
+	ck_assert_uint_gt(n_plain, 10000);
+	ck_assert(compact > 0 && compact < plain / 2);
+	assert_tracefs_restored();
+}
+END_TEST
+
+START_TEST(test_record_config_file)
+{
+	char cfg_path[512], out[512], src[4200];
+	_cleanup_free_ char *text = NULL;
+	struct recorder_options o;
+	struct tp_trace_summary s;
+	const char *root = getenv("TP_SOURCE_ROOT");
+	char *pos;
+	FILE *f;
+
+	/* the example config, pointed at our instance and shortened */
+	snprintf(src, sizeof(src), "%s/config/sched-process-names.pbtxt", root ? root : ".");
+	ck_assert_int_eq(read_full_file_at(AT_FDCWD, src, 1 << 20, &text, NULL), 0);
+	pos = strstr(text, "duration_ms:");
+	ck_assert_ptr_nonnull(pos);
+	*pos = '\0';
+	snprintf(cfg_path, sizeof(cfg_path), "%s/cfg.pbtxt", tmpdir);
+	f = fopen(cfg_path, "w");
+	ck_assert_ptr_nonnull(f);
+	pos = strstr(text, "ftrace_config {");
+	ck_assert_ptr_nonnull(pos);
+	pos += strlen("ftrace_config {");
+	fprintf(f, "%.*s instance_name: \"%s\" %s duration_ms: 1000\n", (int)(pos - text), text,
+		instance, pos);
+	fclose(f);
+
+	snprintf(out, sizeof(out), "%s/config.pftrace", tmpdir);
+	recorder_options_init(&o);
+	o.output = out;
+	o.config_path = cfg_path;
+	o.quiet = true;
+	ck_assert_int_eq(recorder_run(&o), 0);
+	assert_tracefs_restored();
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	ck_assert_uint_gt(s.events, 0);
+	ck_assert_uint_ge(s.process_tree_packets, 1);
+	ck_assert_uint_gt(s.processes, 10);
+	ck_assert_uint_ge(s.stats_pairs, 1);
+	tp_trace_free(&s);
+}
+END_TEST
+
+START_TEST(test_record_sigterm)
+{
+	const char *build = getenv("TP_BUILD_ROOT");
+	char bin[4200], out[512], dur[16];
+	struct tp_trace_summary s;
+	struct stat st;
+	int status;
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(build);
+	snprintf(bin, sizeof(bin), "%s/probes/traced-probes", build);
+	snprintf(out, sizeof(out), "%s/sigterm.pftrace", tmpdir);
+	snprintf(dur, sizeof(dur), "60s");
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execl(bin, bin, "record", "-q", "-o", out, "-t", dur, "-i", instance, (char *)NULL);
+		_exit(127);
+	}
+	/* stop it once it is recording: our events are enabled in the instance */
+	for (int i = 0; i < 500; i++) {
+		_cleanup_free_ char *events = NULL;
+		char path[300];
+
+		snprintf(path, sizeof(path), "%s/set_event", instance_path);
+		if (read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0 &&
+		    strstr(events, "sched_switch"))
+			break;
+		usleep(10000);
+	}
+	usleep(300000);
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	assert_tracefs_restored();
+	/* stopped early, yet a complete trace with its final stats */
+	ck_assert_int_eq(stat(out, &st), 0);
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	ck_assert_uint_gt(s.events, 0);
+	ck_assert_uint_ge(s.stats_pairs, 1);
+	tp_trace_free(&s);
+}
+END_TEST
+
+START_TEST(test_record_setup_error)
+{
+	char out[512];
+	struct recorder_options o;
+	struct stat st;
+
+	/* an instance that does not exist: a clear failure, no file, nothing touched */
+	snprintf(out, sizeof(out), "%s/error.pftrace", tmpdir);
+	base_options(&o, out);
+	o.instance = "tp-no-such-instance";
+	o.duration_ms = 500;
+	ck_assert_int_ne(recorder_run(&o), 0);
+	ck_assert_int_ne(stat(out, &st), 0);
+	assert_tracefs_restored();
+}
+END_TEST
+
+START_TEST(test_record_unknown_event)
+{
+	char out[512];
+	struct recorder_options o;
+	struct tp_trace_summary s;
+	bool reported = false;
+
+	/* an unknown event is reported in the trace and the rest still records */
+	snprintf(out, sizeof(out), "%s/unknown.pftrace", tmpdir);
+	base_options(&o, out);
+	o.events[o.n_events++] = "sched/sched_switch";
+	o.events[o.n_events++] = "nosuchgroup/nosuchevent";
+	o.duration_ms = 500;
+	o.process_names = false;
+	ck_assert_int_eq(recorder_run(&o), 0);
+	assert_tracefs_restored();
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	ck_assert_uint_gt(s.events, 0);
+	for (size_t i = 0; i < s.trace->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *p = s.trace->packet[i];
+
+		if (p->data_case != PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_STATS)
+			continue;
+		for (size_t k = 0; k < p->ftrace_stats->n_unknown_ftrace_events; k++)
+			reported |= strcmp(p->ftrace_stats->unknown_ftrace_events[k],
+					   "nosuchgroup/nosuchevent") == 0;
+	}
+	ck_assert(reported);
+	tp_trace_free(&s);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("record");
+	TCase *tc = tcase_create("record");
+	SRunner *sr;
+	int failed;
+
+	if (!tp_kernel_available()) {
+		fprintf(stderr, "needs root and tracefs: skipped\n");
+		return 77;
+	}
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_record_sched_busy);
+	tcase_add_test(tc, test_record_starved);
+	tcase_add_test(tc, test_record_compact_is_smaller);
+	tcase_add_test(tc, test_record_config_file);
+	tcase_add_test(tc, test_record_sigterm);
+	tcase_add_test(tc, test_record_setup_error);
+	tcase_add_test(tc, test_record_unknown_event);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	/* one process: the fixture's instance and snapshots stay meaningful */
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	{
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		(void)!system(cmd);
+	}
+	return failed ? 1 : 0;
+}

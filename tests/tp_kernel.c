@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "tests/tp_kernel.h"
+#include "util/util.h"
+
+bool tp_kernel_available(void)
+{
+	if (geteuid() != 0)
+		return false;
+	if (access(TP_TRACEFS "/trace", F_OK) == 0)
+		return true;
+	(void)mount("nodev", TP_TRACEFS, "tracefs", 0, NULL);
+	return access(TP_TRACEFS "/trace", F_OK) == 0;
+}
+
+char *tp_tracefs_snapshot(const char *dir)
+{
+	static const char *const files[] = {
+		"tracing_on", "set_event", "buffer_size_kb", "trace_clock", "buffer_percent",
+		"current_tracer", "tracing_cpumask", "set_event_pid",
+	};
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		char path[512];
+		_cleanup_free_ char *data = NULL;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		if (read_full_file_at(AT_FDCWD, path, 1 << 20, &data, NULL) < 0)
+			fprintf(f, "%s: <absent>\n", files[i]);
+		else
+			fprintf(f, "%s: %s\n", files[i], data);
+	}
+	fclose(f);
+	return out;
+}
+
+static char created[8][64];
+
+static void remove_all(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(created); i++)
+		if (created[i][0])
+			tp_instance_remove(created[i]);
+}
+
+int tp_instance_create(const char *name, char *ret_path, size_t len)
+{
+	static bool registered;
+	char path[256];
+
+	snprintf(path, sizeof(path), TP_TRACEFS "/instances/%s", name);
+	(void)rmdir(path); /* a stale one from a crashed run */
+	if (mkdir(path, 0755) < 0)
+		return -errno;
+	for (size_t i = 0; i < ARRAY_SIZE(created); i++)
+		if (!created[i][0]) {
+			snprintf(created[i], sizeof(created[i]), "%s", name);
+			break;
+		}
+	if (!registered) {
+		atexit(remove_all);
+		registered = true;
+	}
+	if (ret_path)
+		snprintf(ret_path, len, "%s", path);
+	return 0;
+}
+
+void tp_instance_remove(const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), TP_TRACEFS "/instances/%s", name);
+	(void)rmdir(path);
+	for (size_t i = 0; i < ARRAY_SIZE(created); i++)
+		if (strcmp(created[i], name) == 0)
+			created[i][0] = '\0';
+}
+
+struct pair {
+	int ping[2], pong[2];
+	uint64_t deadline_ns;
+	bool first;
+	int report_fd;
+};
+
+static uint64_t mono_ns(void)
+{
+	return now_ns(CLOCK_MONOTONIC);
+}
+
+static void *pair_thread(void *arg)
+{
+	struct pair *p = arg;
+	char c = 0;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+
+	(void)!write(p->report_fd, &tid, sizeof(tid));
+	for (unsigned long n = 0;; n++) {
+		if (p->first) {
+			/* the first side decides when to stop: a zero byte ends the pair */
+			c = mono_ns() < p->deadline_ns ? 1 : 0;
+			if (write(p->ping[1], &c, 1) != 1 || c == 0)
+				break;
+			if (read(p->pong[0], &c, 1) != 1)
+				break;
+		} else {
+			if (read(p->ping[0], &c, 1) != 1 || c == 0)
+				break;
+			if (write(p->pong[1], &c, 1) != 1)
+				break;
+		}
+	}
+	return NULL;
+}
+
+static void workload_child(const char *comm, unsigned pairs, unsigned ms, int report_fd)
+{
+	struct pair *ps = calloc(pairs, sizeof(*ps));
+	pthread_t *th = calloc(2 * pairs, sizeof(*th));
+	uint64_t deadline = mono_ns() + (uint64_t)ms * 1000000ull;
+
+	(void)prctl(PR_SET_NAME, comm);
+	for (unsigned i = 0; i < pairs; i++) {
+		if (pipe(ps[i].ping) < 0 || pipe(ps[i].pong) < 0)
+			_exit(2);
+		ps[i].deadline_ns = deadline;
+		ps[i].report_fd = report_fd;
+	}
+	for (unsigned i = 0; i < pairs; i++) {
+		struct pair *second = malloc(sizeof(*second));
+
+		*second = ps[i];
+		ps[i].first = true;
+		second->first = false;
+		pthread_create(&th[2 * i], NULL, pair_thread, &ps[i]);
+		pthread_create(&th[2 * i + 1], NULL, pair_thread, second);
+	}
+	for (unsigned i = 0; i < 2 * pairs; i++)
+		pthread_join(th[i], NULL);
+	_exit(0);
+}
+
+int tp_workload_start(const char *comm, unsigned pairs, unsigned ms, struct tp_workload *w)
+{
+	int fds[2];
+	pid_t pid;
+
+	memset(w, 0, sizeof(*w));
+	if (pairs * 2 > ARRAY_SIZE(w->tids) || pipe2(fds, O_CLOEXEC) < 0)
+		return -EINVAL;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		close(fds[0]);
+		workload_child(comm, pairs, ms, fds[1]);
+	}
+	close(fds[1]);
+	w->pid = pid;
+	snprintf(w->comm, sizeof(w->comm), "%s", comm);
+	while (w->n_tids < pairs * 2) {
+		pid_t tid;
+
+		if (read(fds[0], &tid, sizeof(tid)) != sizeof(tid))
+			break;
+		w->tids[w->n_tids++] = tid;
+	}
+	close(fds[0]);
+	return w->n_tids == pairs * 2 ? 0 : -EIO;
+}
+
+int tp_workload_wait(struct tp_workload *w)
+{
+	int status = 0;
+
+	if (w->pid <= 0)
+		return -ECHILD;
+	if (waitpid(w->pid, &status, 0) < 0)
+		return -errno;
+	w->pid = 0;
+	return status;
+}
