@@ -24,6 +24,7 @@
  * until the callback returns, then it is released).
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -732,6 +733,27 @@ void ipc_conn_disconnect(struct ipc_conn *conn);
 struct ipc_channel *ipc_conn_get_channel(struct ipc_conn *conn);
 
 /**
+ * ipc_conn_send_reply - send one InvokeMethodReply without a reply handle,
+ * for services that track requests by id themselves.
+ * @conn: connection.
+ * @request_id: the id of the InvokeMethod being answered.
+ * @success: false sends a rejection (@reply_proto is then ignored).
+ * @has_more: true for one message of a stream.
+ * @reply_proto: serialized response message (may be NULL when @len is 0).
+ * @len: its length.
+ * @fd: fd to pass along (SCM_RIGHTS) or -EBADF.  Borrowed.
+ *
+ * The caller honours drop_reply (ipc_reply_is_wanted()) itself.  A handle
+ * received in ipc_method_cb must still be released (ipc_reply_free() would
+ * send a rejection: use it only if no final reply was sent this way; after
+ * one, finish the handle with ipc_reply_forget()).
+ *
+ * Returns: as ipc_reply_send().
+ */
+int ipc_conn_send_reply(struct ipc_conn *conn, uint64_t request_id, bool success, bool has_more,
+			const void *reply_proto, size_t len, int fd);
+
+/**
  * ipc_reply_get_conn - the connection the request came from (borrowed).
  */
 struct ipc_conn *ipc_reply_get_conn(const struct ipc_reply *reply);
@@ -769,6 +791,15 @@ int ipc_reply_send(struct ipc_reply *reply, const void *reply_proto, size_t len,
  * Returns: 0, -ENOTCONN, -errno.
  */
 int ipc_reply_reject(struct ipc_reply *reply);
+
+/**
+ * ipc_reply_forget - release @reply without sending anything, for a
+ * request that was answered by other means (ipc_conn_send_reply()) or whose
+ * connection is gone.  Accepts NULL.
+ *
+ * Returns: NULL.
+ */
+struct ipc_reply *ipc_reply_forget(struct ipc_reply *reply);
 
 /**
  * ipc_reply_free - release @reply; if it was not finished, reject it first

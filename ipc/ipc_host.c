@@ -766,6 +766,22 @@ int ipc_reply_reject(struct ipc_reply *reply)
 	return r;
 }
 
+int ipc_conn_send_reply(struct ipc_conn *conn, uint64_t request_id, bool success, bool has_more,
+			const void *reply_proto, size_t len, int fd)
+{
+	if (!conn || (!reply_proto && len > 0))
+		return -EINVAL;
+	return conn_send_invoke_reply(conn, request_id, success, success && has_more, reply_proto, len, fd);
+}
+
+struct ipc_reply *ipc_reply_forget(struct ipc_reply *reply)
+{
+	if (!reply)
+		return NULL;
+	reply->done = true;
+	return reply_unref(reply);
+}
+
 struct ipc_reply *ipc_reply_free(struct ipc_reply *reply)
 {
 	if (!reply)
