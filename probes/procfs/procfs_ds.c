@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The linux.process_stats data source: configuration, lifecycle, the poll
+ * timer and the packet framing shared by the ProcessTree and ProcessStats
+ * writers (procfs_tree.c, procfs_stats.c).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "probes/procfs/procfs_internal.h"
+#include "protos/perfetto/config/process_stats/process_stats_config.pb-c.h"
+#include "util/util.h"
+
+#define PROCFS_MIN_POLL_MS 100u
+
+static void apply_config(struct procfs_ds *ds, const Perfetto__Protos__ProcessStatsConfig *cfg)
+{
+	ds->on_demand = true;
+	if (!cfg)
+		return;
+
+	ds->scan_on_start = cfg->has_scan_all_processes_on_start && cfg->scan_all_processes_on_start;
+	ds->record_thread_names = cfg->has_record_thread_names && cfg->record_thread_names;
+	ds->record_process_age = cfg->has_record_process_age && cfg->record_process_age;
+	ds->record_process_runtime = cfg->has_record_process_runtime && cfg->record_process_runtime;
+	ds->record_dmabuf_rss = cfg->has_record_process_dmabuf_rss && cfg->record_process_dmabuf_rss;
+	ds->scan_smaps_rollup = cfg->has_scan_smaps_rollup && cfg->scan_smaps_rollup;
+	ds->skip_main_thread = cfg->has_skip_main_thread_message && cfg->skip_main_thread_message;
+	/*
+	 * resolve_process_fds (deprecated upstream) needs (pid, fd) pairs from
+	 * ftrace syscall exits that we do not collect: it is ignored.
+	 */
+	for (size_t i = 0; i < cfg->n_quirks; i++)
+		if (cfg->quirks[i] == PERFETTO__PROTOS__PROCESS_STATS_CONFIG__QUIRKS__DISABLE_ON_DEMAND)
+			ds->on_demand = false;
+
+	if (cfg->has_proc_stats_poll_ms && cfg->proc_stats_poll_ms > 0) {
+		uint32_t ttl = cfg->has_proc_stats_cache_ttl_ms ? cfg->proc_stats_cache_ttl_ms : 0;
+
+		ds->poll_ms = MAX(cfg->proc_stats_poll_ms, PROCFS_MIN_POLL_MS);
+		ds->cache_ttl_ticks = MAX(ttl / ds->poll_ms, 1u);
+	}
+}
+
+int procfs_ds_setup_sink(sd_event *e, uint64_t instance_id, uint64_t tracing_session_id,
+			 const Perfetto__Protos__ProcessStatsConfig *cfg,
+			 const struct procfs_sink *sink, struct procfs_ds **ret)
+{
+	struct procfs_ds *ds;
+	long hz;
+
+	if (!sink || !sink->begin_packet || !sink->end_packet || !ret)
+		return -EINVAL;
+
+	ds = calloc(1, sizeof(*ds));
+	if (!ds)
+		return -ENOMEM;
+	ds->instance_id = instance_id;
+	ds->tracing_session_id = tracing_session_id;
+	ds->sink = *sink;
+	ds->root.fd = -EBADF;
+	/* Perfetto's writer marks the very first packet as a cleared state. */
+	ds->clear_pending = true;
+	apply_config(ds, cfg);
+
+	if (ds->poll_ms > 0 && !e) {
+		free(ds);
+		return -EINVAL;
+	}
+	if (e)
+		ds->event = sd_event_ref(e);
+
+	hz = sysconf(_SC_CLK_TCK);
+	ds->ns_per_tick = hz > 0 ? UINT64_C(1000000000) / (uint64_t)hz : UINT64_C(10000000);
+
+	*ret = ds;
+	return 0;
+}
+
+int procfs_ds_set_proc_root(struct procfs_ds *ds, const char *path)
+{
+	struct procfs_root r;
+	int ret;
+
+	if (!ds || !path)
+		return -EINVAL;
+	if (ds->started)
+		return -EBUSY;
+	ret = procfs_root_init(&r, path);
+	if (ret < 0)
+		return ret;
+	if (ds->root.fd >= 0)
+		procfs_root_done(&ds->root);
+	ds->root = r;
+	return 0;
+}
+
+void procfs_ds_set_rescan_on_clear(struct procfs_ds *ds, bool enable)
+{
+	if (ds)
+		ds->rescan_on_clear = enable;
+}
+
+/* The next wall-clock multiple of the period, as Perfetto aligns its ticks. */
+static uint64_t next_tick_delay_us(uint32_t period_ms)
+{
+	uint64_t wall_ms = now_ns(CLOCK_REALTIME) / 1000000;
+
+	return (uint64_t)(period_ms - wall_ms % period_ms) * 1000;
+}
+
+static int on_poll_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct procfs_ds *ds = userdata;
+	int r;
+
+	/* Re-arm first so that a slow scan does not shift the next tick. */
+	r = sd_event_source_set_time_relative(s, next_tick_delay_us(ds->poll_ms));
+	if (r >= 0)
+		r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	if (r < 0)
+		log_debug_errno(r, "procfs: cannot re-arm the poll timer: %m");
+
+	(void)procfs_stats_poll(ds);
+	return 0;
+}
+
+int procfs_ds_start(struct procfs_ds *ds)
+{
+	int r = 0;
+
+	if (!ds)
+		return -EINVAL;
+	if (ds->started)
+		return -EALREADY;
+	if (ds->root.fd < 0) {
+		r = procfs_root_init(&ds->root, "/proc");
+		if (r < 0)
+			return r;
+	}
+	ds->started = true;
+
+	if (ds->poll_ms > 0) {
+		/* The first tick runs on the next loop iteration, as a posted task. */
+		r = sd_event_add_time_relative(ds->event, &ds->poll_timer, CLOCK_MONOTONIC, 0,
+					       1000, on_poll_timer, ds);
+		if (r < 0)
+			return r;
+		(void)sd_event_source_set_description(ds->poll_timer, "procfs-poll");
+	}
+
+	if (ds->scan_on_start)
+		r = procfs_tree_scan_all(ds);
+	return r < 0 ? r : 0;
+}
+
+int procfs_ds_on_ftrace_pids(struct procfs_ds *ds, const int32_t *pids, size_t n,
+			     const int32_t *renamed, size_t n_renamed)
+{
+	int r;
+
+	if (!ds)
+		return -EINVAL;
+	if (!ds->started || !ds->on_demand)
+		return 0;
+	/* Renamed first, so that a renamed pid in @pids is written again now. */
+	for (size_t i = 0; i < n_renamed; i++)
+		procfs_pidset_remove(&ds->seen, renamed[i]);
+	if (n == 0)
+		return 0;
+	r = procfs_tree_write_pids(ds, pids, n, &ds->stats.pids_exited);
+	if (r > 0)
+		ds->stats.on_demand_passes++;
+	return r;
+}
+
+bool procfs_ds_on_demand_enabled(const struct procfs_ds *ds)
+{
+	return ds && ds->on_demand;
+}
+
+int procfs_ds_clear_incremental_state(struct procfs_ds *ds)
+{
+	if (!ds)
+		return -EINVAL;
+	procfs_pidset_clear(&ds->seen);
+	procfs_pidset_clear(&ds->skip_mem);
+	procfs_cache_clear(&ds->cache);
+	ds->cache_ticks = 0;
+	ds->clear_pending = true;
+
+	if (ds->rescan_on_clear && ds->scan_on_start && ds->started)
+		return procfs_tree_scan_all(ds);
+	return 0;
+}
+
+int procfs_ds_flush(struct procfs_ds *ds)
+{
+	if (!ds)
+		return -EINVAL;
+	if (ds->sink.flush)
+		ds->sink.flush(ds->sink.userdata);
+	return 0;
+}
+
+struct procfs_ds *procfs_ds_free(struct procfs_ds *ds)
+{
+	if (!ds)
+		return NULL;
+	ds->poll_timer = sd_event_source_disable_unref(ds->poll_timer);
+	ds->event = sd_event_unref(ds->event);
+	if (ds->root.fd >= 0)
+		procfs_root_done(&ds->root);
+	procfs_pidset_done(&ds->seen);
+	procfs_pidset_done(&ds->skip_mem);
+	procfs_cache_done(&ds->cache);
+	free(ds->pids);
+	free(ds->poll_pids);
+	free(ds);
+	return NULL;
+}
+
+uint64_t procfs_ds_tracing_session_id(const struct procfs_ds *ds)
+{
+	return ds ? ds->tracing_session_id : 0;
+}
+
+uint64_t procfs_ds_instance_id(const struct procfs_ds *ds)
+{
+	return ds ? ds->instance_id : 0;
+}
+
+void procfs_ds_get_stats(const struct procfs_ds *ds, struct procfs_ds_stats *ret)
+{
+	if (ds && ret)
+		*ret = ds->stats;
+}
+
+/* ---- packet framing ----------------------------------------------------- */
+
+void procfs_ds_mark_scan_start(struct procfs_ds *ds)
+{
+	if (!ds->scan_start_ns)
+		ds->scan_start_ns = now_ns(CLOCK_BOOTTIME);
+}
+
+struct pbw *procfs_ds_open_msg(struct procfs_ds *ds, uint32_t field)
+{
+	if (!ds->pkt) {
+		procfs_ds_mark_scan_start(ds);
+		ds->pkt = ds->sink.begin_packet(ds->sink.userdata);
+		pbw_varint(ds->pkt, PROCFS_PKT_TIMESTAMP, ds->scan_start_ns);
+		if (ds->clear_pending) {
+			pbw_varint(ds->pkt, PROCFS_PKT_INCREMENTAL_STATE_CLEARED, 1);
+			ds->clear_pending = false;
+		}
+	}
+	if (ds->open_msg != (int)field) {
+		if (ds->stats_proc_open) {
+			(void)pbw_end_nested(ds->pkt);
+			ds->stats_proc_open = false;
+		}
+		if (ds->open_msg)
+			(void)pbw_end_nested(ds->pkt);
+		pbw_begin_nested(ds->pkt, field);
+		ds->open_msg = (int)field;
+	}
+	return ds->pkt;
+}
+
+void procfs_ds_end_packet(struct procfs_ds *ds)
+{
+	if (ds->pkt) {
+		uint64_t end = now_ns(CLOCK_BOOTTIME);
+
+		if (ds->stats_proc_open)
+			(void)pbw_end_nested(ds->pkt);
+		if (ds->open_msg == PROCFS_PKT_PROCESS_TREE)
+			pbw_varint(ds->pkt, PROCFS_TREE_COLLECTION_END, end);
+		else if (ds->open_msg == PROCFS_PKT_PROCESS_STATS)
+			pbw_varint(ds->pkt, PROCFS_STATS_COLLECTION_END, end);
+		if (ds->open_msg)
+			(void)pbw_end_nested(ds->pkt);
+		ds->stats.packets++;
+		if (ds->sink.end_packet(ds->sink.userdata) < 0)
+			ds->stats.packets_dropped++;
+	}
+	ds->pkt = NULL;
+	ds->open_msg = 0;
+	ds->stats_proc_open = false;
+	ds->scan_start_ns = 0;
+}
