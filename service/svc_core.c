@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The service object: the IPC host with the ProducerPort service, the
+ * producer connections, id allocation and the loop turn that sends what
+ * handlers queued (traced posts those sends as tasks; see struct svc_out).
+ */
+#include <string.h>
+#include <time.h>
+
+#include "ipc/ipc.h"
+#include "service/svc_internal.h"
+#include "util/util.h"
+
+/* ProducerPort methods in v58.2 declaration order: ids are index + 1. */
+static const char *const producer_port_methods[] = {
+	"InitializeConnection",
+	"RegisterDataSource",
+	"UnregisterDataSource",
+	"CommitData",
+	"GetAsyncCommand",
+	"RegisterTraceWriter",
+	"UnregisterTraceWriter",
+	"NotifyDataSourceStarted",
+	"NotifyDataSourceStopped",
+	"ActivateTriggers",
+	"Sync",
+	"UpdateDataSource",
+};
+
+uint64_t svc_now_boot_ns(void)
+{
+	return now_ns(CLOCK_BOOTTIME);
+}
+
+static void on_connect(struct ipc_conn *conn, void *userdata)
+{
+	struct svc *s = userdata;
+	struct svc_producer *p;
+	int r;
+
+	r = svc_producer_new(s, conn, &p);
+	if (r < 0) {
+		log_debug_errno(r, "service: dropping connection: %m");
+		ipc_conn_disconnect(conn);
+		return;
+	}
+	ipc_conn_set_userdata(conn, p);
+}
+
+static void on_disconnect(struct ipc_conn *conn, void *userdata)
+{
+	struct svc_producer *p = ipc_conn_get_userdata(conn);
+
+	(void)userdata;
+	if (!p)
+		return;
+	ipc_conn_set_userdata(conn, NULL);
+	svc_producer_disconnected(p);
+	svc_producer_free(p);
+}
+
+static int on_invoke(struct ipc_conn *conn, uint32_t method_id, const uint8_t *args, size_t len,
+		     struct ipc_reply *reply, void *userdata)
+{
+	struct svc_producer *p = ipc_conn_get_userdata(conn);
+
+	(void)userdata;
+	/* Returning < 0 makes the host reject the call and release @reply. */
+	if (!p || method_id == 0 || method_id > ARRAY_SIZE(producer_port_methods))
+		return -EINVAL;
+	return svc_producer_call(p, method_id, args, len, reply);
+}
+
+static int on_out_defer(sd_event_source *es, void *userdata)
+{
+	struct svc *s = userdata;
+	struct svc_producer *p, *next;
+
+	(void)sd_event_source_set_enabled(es, SD_EVENT_OFF);
+	for (p = s->producers_head; p; p = next) {
+		next = p->producers_next;
+		svc_producer_flush_outbox(p);
+	}
+	return 0;
+}
+
+void svc_producer_queue(struct svc_producer *p, struct svc_out *out)
+{
+	SVC_LIST_APPEND(outs, p, out);
+	(void)sd_event_source_set_enabled(p->svc->out_defer, SD_EVENT_ONESHOT);
+}
+
+int svc_new(sd_event *e, const struct svc_options *o, struct svc **ret)
+{
+	_cleanup_(svc_freep) struct svc *s = NULL;
+	int r;
+
+	if (!e || !ret)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->event = sd_event_ref(e);
+	if (o)
+		s->opts = *o;
+	if (s->opts.max_producers == 0 || s->opts.max_producers > SVC_MAX_PRODUCER_ID)
+		s->opts.max_producers = SVC_MAX_PRODUCER_ID;
+	if (s->opts.snapshot_interval_ms == 0)
+		s->opts.snapshot_interval_ms = SVC_DEFAULT_SNAPSHOT_MS;
+
+	r = sd_event_add_defer(e, &s->out_defer, on_out_defer, s);
+	if (r < 0)
+		return r;
+	(void)sd_event_source_set_enabled(s->out_defer, SD_EVENT_OFF);
+	(void)sd_event_source_set_description(s->out_defer, "svc-out");
+
+	r = ipc_host_new(&s->host);
+	if (r < 0)
+		return r;
+	r = ipc_host_register_service(s->host, "ProducerPort", producer_port_methods,
+				      ARRAY_SIZE(producer_port_methods), on_invoke, on_disconnect, s, NULL);
+	if (r < 0)
+		return r;
+	ipc_host_set_connect_callback(s->host, on_connect, s);
+	r = ipc_host_attach_event(s->host, e);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+struct svc *svc_free(struct svc *s)
+{
+	if (!s)
+		return NULL;
+	svc_session_abort_all(s);
+	while (s->producers_head) {
+		struct svc_producer *p = s->producers_head;
+
+		if (p->conn)
+			ipc_conn_set_userdata(p->conn, NULL);
+		svc_producer_disconnected(p);
+		svc_producer_free(p);
+	}
+	/* Sessions stay owned by their callers; unlink them from us. */
+	while (s->sessions_head) {
+		struct svc_session *ss = s->sessions_head;
+
+		SVC_LIST_REMOVE(sessions, s, ss);
+		ss->svc = NULL;
+	}
+	s->host = ipc_host_free(s->host);
+	s->out_defer = sd_event_source_disable_unref(s->out_defer);
+	sd_event_unref(s->event);
+	free(s);
+	return NULL;
+}
+
+int svc_listen(struct svc *s, const char *socket_path)
+{
+	if (!s || !socket_path || !*socket_path)
+		return -EINVAL;
+	/* traced makes its producer socket world-connectable. */
+	return ipc_host_listen(s->host, socket_path, 0666);
+}
+
+int svc_adopt_connection(struct svc *s, int fd)
+{
+	if (!s) {
+		closep(&fd);
+		return -EINVAL;
+	}
+	return ipc_host_adopt(s->host, fd, NULL);
+}
+
+struct svc_producer *svc_producer_by_id(const struct svc *s, uint16_t id)
+{
+	for (struct svc_producer *p = s->producers_head; p; p = p->producers_next)
+		if (p->id == id && p->initialized)
+			return p;
+	return NULL;
+}
+
+struct svc_buffer *svc_buffer_by_id(const struct svc *s, uint16_t id, struct svc_session **ret_session)
+{
+	for (struct svc_session *ss = s->sessions_head; ss; ss = ss->sessions_next) {
+		if (ss->state == SVC_SESSION_DISABLED)
+			continue;
+		for (size_t i = 0; i < ss->n_buffers; i++)
+			if (ss->buffers[i].id == id) {
+				if (ret_session)
+					*ret_session = ss;
+				return &ss->buffers[i];
+			}
+	}
+	return NULL;
+}
+
+static bool buffer_id_in_use(const struct svc *s, uint16_t id)
+{
+	for (struct svc_session *ss = s->sessions_head; ss; ss = ss->sessions_next)
+		for (size_t i = 0; i < ss->n_buffers; i++)
+			if (ss->buffers[i].id == id)
+				return true;
+	return false;
+}
+
+int svc_buffer_id_alloc(struct svc *s, uint16_t *ret)
+{
+	/* traced's IdAllocator: round-robin from the last id, 0 is invalid. */
+	for (uint32_t n = 0; n < SVC_MAX_BUFFER_ID; n++) {
+		uint16_t id = (uint16_t)(s->last_buffer_id % SVC_MAX_BUFFER_ID + 1);
+
+		s->last_buffer_id = id;
+		if (!buffer_id_in_use(s, id)) {
+			*ret = id;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+void svc_notify_producer_hook(struct svc *s)
+{
+	if (s->producer_hook)
+		s->producer_hook(s, s->producer_hook_userdata);
+}
+
+void svc_set_producer_hook(struct svc *s, void (*cb)(struct svc *s, void *userdata), void *userdata)
+{
+	s->producer_hook = cb;
+	s->producer_hook_userdata = userdata;
+}
+
+size_t svc_producer_count(const struct svc *s)
+{
+	return s ? s->n_producers : 0;
+}
+
+bool svc_data_source_registered(const struct svc *s, const char *name)
+{
+	if (!s || !name)
+		return false;
+	for (struct svc_ds_reg *r = s->regs_head; r; r = r->regs_next)
+		if (streq(r->name, name))
+			return true;
+	return false;
+}
+
+bool svc_data_sources_available(const struct svc *s, const Perfetto__Protos__TraceConfig *cfg)
+{
+	if (!s || !cfg)
+		return false;
+	for (size_t i = 0; i < cfg->n_data_sources; i++) {
+		const Perfetto__Protos__TraceConfig__DataSource *d = cfg->data_sources[i];
+
+		if (!d->config || !d->config->name || !svc_data_source_registered(s, d->config->name))
+			return false;
+	}
+	return true;
+}

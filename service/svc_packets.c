@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The packets the service writes on its own sequence (1), as traced does:
+ * clock snapshots, the sync marker, the trace config, the trace uuid, the
+ * trace provenance, the system info, lifecycle events and trace stats.  Each
+ * carries trusted_uid (the service's uid) and trusted_packet_sequence_id 1.
+ * These are rare control-plane packets, so they are built with protobuf-c.
+ */
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+#include "protos/perfetto/trace/trace_packet.pb-c.h"
+#include "service/svc_internal.h"
+#include "util/util.h"
+
+/* TracePacket.trace_provenance: not in our proto subset, written raw. */
+#define TRACE_PROVENANCE_FIELD 124u
+
+static const uint8_t sync_marker[16] = {
+	0x82, 0x47, 0x7a, 0x76, 0xb2, 0x8d, 0x42, 0xba,
+	0x81, 0xdc, 0x33, 0x32, 0x6d, 0x57, 0xa0, 0x79,
+};
+
+static int emit(struct svc_session *ss, Perfetto__Protos__TracePacket *tp)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len;
+
+	tp->optional_trusted_uid_case = PERFETTO__PROTOS__TRACE_PACKET__OPTIONAL_TRUSTED_UID_TRUSTED_UID;
+	tp->trusted_uid = (int32_t)getuid();
+	tp->optional_trusted_packet_sequence_id_case =
+		PERFETTO__PROTOS__TRACE_PACKET__OPTIONAL_TRUSTED_PACKET_SEQUENCE_ID_TRUSTED_PACKET_SEQUENCE_ID;
+	tp->trusted_packet_sequence_id = SVC_SERVICE_SEQUENCE_ID;
+
+	len = perfetto__protos__trace_packet__get_packed_size(tp);
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	perfetto__protos__trace_packet__pack(tp, buf);
+	return svc_session_write(ss, buf, len, NULL, 0);
+}
+
+int svc_packets_clock_snapshot(struct svc_session *ss)
+{
+	/* traced's order; TSC is added on x86-64 as traced does. */
+	static const struct {
+		clockid_t clock;
+		uint32_t id;
+	} clocks[] = {
+		{ CLOCK_BOOTTIME, 6 },       { CLOCK_REALTIME_COARSE, 2 },
+		{ CLOCK_MONOTONIC_COARSE, 4 }, { CLOCK_REALTIME, 1 },
+		{ CLOCK_MONOTONIC, 3 },      { CLOCK_MONOTONIC_RAW, 5 },
+	};
+	Perfetto__Protos__TracePacket tp = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__ClockSnapshot snap = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
+	Perfetto__Protos__ClockSnapshot__Clock c[ARRAY_SIZE(clocks) + 1];
+	Perfetto__Protos__ClockSnapshot__Clock *cp[ARRAY_SIZE(clocks) + 1];
+	struct timespec ts[ARRAY_SIZE(clocks)];
+	const Perfetto__Protos__TraceConfig__BuiltinDataSource *b = ss->config->builtin_data_sources;
+	size_t n = 0;
+
+	if (b && b->disable_clock_snapshotting)
+		return 0;
+	/* Read all clocks first, as close together as possible. */
+	for (size_t i = 0; i < ARRAY_SIZE(clocks); i++)
+		if (clock_gettime(clocks[i].clock, &ts[i]) < 0)
+			ts[i] = (struct timespec){ 0, 0 };
+	for (size_t i = 0; i < ARRAY_SIZE(clocks); i++, n++) {
+		perfetto__protos__clock_snapshot__clock__init(&c[n]);
+		c[n].has_clock_id = true;
+		c[n].clock_id = clocks[i].id;
+		c[n].has_timestamp = true;
+		c[n].timestamp = (uint64_t)ts[i].tv_sec * 1000000000u + (uint64_t)ts[i].tv_nsec;
+		cp[n] = &c[n];
+	}
+#if defined(__x86_64__)
+	perfetto__protos__clock_snapshot__clock__init(&c[n]);
+	c[n].has_clock_id = true;
+	c[n].clock_id = 9; /* BUILTIN_CLOCK_TSC */
+	c[n].has_timestamp = true;
+	c[n].timestamp = __rdtsc();
+	cp[n] = &c[n];
+	n++;
+#endif
+	snap.n_clocks = n;
+	snap.clocks = cp;
+	snap.has_primary_trace_clock = true;
+	snap.primary_trace_clock = b && b->has_primary_trace_clock && b->primary_trace_clock
+					   ? b->primary_trace_clock
+					   : PERFETTO__PROTOS__BUILTIN_CLOCK__BUILTIN_CLOCK_BOOTTIME;
+	tp.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT;
+	tp.clock_snapshot = &snap;
+	return emit(ss, &tp);
+}
+
+int svc_packets_sync_marker(struct svc_session *ss)
+{
+	Perfetto__Protos__TracePacket tp = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+
+	tp.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_SYNCHRONIZATION_MARKER;
+	tp.synchronization_marker.data = (uint8_t *)sync_marker;
+	tp.synchronization_marker.len = sizeof(sync_marker);
+	return emit(ss, &tp);
+}
+
+int svc_packets_trace_config(struct svc_session *ss)
+{
+	Perfetto__Protos__TracePacket tp = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	const Perfetto__Protos__TraceConfig__BuiltinDataSource *b = ss->config->builtin_data_sources;
+
+	if (b && b->disable_trace_config)
+		return 0;
+	tp.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACE_CONFIG;
+	tp.trace_config = ss->config;
+	return emit(ss, &tp);
+}
+
+int svc_packets_uuid(struct svc_session *ss)
+{
+	Perfetto__Protos__TracePacket tp = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__TraceUuid u = PERFETTO__PROTOS__TRACE_UUID__INIT;
+
+	u.has_msb = u.has_lsb = true;
+	u.msb = (int64_t)ss->uuid_msb;
+	u.lsb = (int64_t)ss->uuid_lsb;
+	tp.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACE_UUID;
+	tp.trace_uuid = &u;
+	return emit(ss, &tp);
+}
+
+/*
+ * TraceProvenance{ repeated Buffer buffers = 2 { repeated Sequence
+ * sequences = 1 { id = 1, producer_id = 2 } } }, written at the start like
+ * traced's, when no writer has written yet: one empty Buffer per buffer.
+ */
+int svc_packets_provenance(struct svc_session *ss)
+{
+	Perfetto__Protos__TracePacket tp = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	ProtobufCMessageUnknownField uf;
+	_cleanup_free_ uint8_t *body = NULL;
+
+	body = malloc(ss->n_buffers * 2 + 1);
+	if (!body)
+		return -ENOMEM;
+	for (size_t i = 0; i < ss->n_buffers; i++) {
+		body[2 * i] = 0x12; /* field 2, length-delimited */
+		body[2 * i + 1] = 0;
+	}
+	uf.tag = TRACE_PROVENANCE_FIELD;
+	uf.wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
+	uf.len = ss->n_buffers * 2;
+	uf.data = body;
+	tp.base.n_unknown_fields = 1;
+	tp.base.unknown_fields = &uf;
+	tp.has_timestamp = true;
+	tp.timestamp = svc_now_boot_ns();
+	return emit(ss, &tp);
+}
+
+static long total_ram_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+
+	return pages > 0 && psize > 0 ? pages * psize : 0;
+}
+
+int svc_packets_system_info(struct svc_session *ss)
+{
+	Perfetto__Protos__TracePacket tp = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__SystemInfo si = PERFETTO__PROTOS__SYSTEM_INFO__INIT;
+	Perfetto__Protos__Utsname un = PERFETTO__PROTOS__UTSNAME__INIT;
+	const Perfetto__Protos__TraceConfig__BuiltinDataSource *b = ss->config->builtin_data_sources;
+	struct utsname u;
+	long v;
+
+	if (b && b->disable_system_info)
+		return 0;
+	/* trace_processor reads the major version after "Perfetto v". */
+	si.tracing_service_version = (char *)"Perfetto v58.2-compatible (traced-probes " TP_VERSION ")";
+	if (uname(&u) == 0) {
+		un.sysname = u.sysname;
+		un.version = u.version;
+		un.release = u.release;
+		un.machine = u.machine;
+		si.utsname = &un;
+	}
+	{
+		/* Minutes east of UTC, as traced computes timezone_off_mins. */
+		time_t now = time(NULL);
+		struct tm lt;
+
+		if (localtime_r(&now, &lt)) {
+			si.has_timezone_off_mins = true;
+			si.timezone_off_mins = (int32_t)(lt.tm_gmtoff / 60);
+		}
+	}
+	v = sysconf(_SC_PAGESIZE);
+	if (v > 0) {
+		si.has_page_size = true;
+		si.page_size = (uint32_t)v;
+	}
+	v = total_ram_bytes();
+	if (v > 0) {
+		si.has_system_ram_bytes = true;
+		si.system_ram_bytes = (uint64_t)v;
+	}
+	v = sysconf(_SC_NPROCESSORS_CONF);
+	if (v > 0) {
+		si.has_num_cpus = true;
+		si.num_cpus = (uint32_t)v;
+	}
+	tp.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_SYSTEM_INFO;
+	tp.system_info = &si;
+	return emit(ss, &tp);
+}
+
+static bool service_events_disabled(const struct svc_session *ss)
+{
+	const Perfetto__Protos__TraceConfig__BuiltinDataSource *b = ss->config->builtin_data_sources;
+
+	return b && b->disable_service_events;
+}
+
+int svc_packets_event(struct svc_session *ss, uint32_t field, uint64_t ts)
+{
+	Perfetto__Protos__TracePacket tp = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__TracingServiceEvent ev = PERFETTO__PROTOS__TRACING_SERVICE_EVENT__INIT;
+
+	if (service_events_disabled(ss))
+		return 0;
+	ev.event_type_case = (Perfetto__Protos__TracingServiceEvent__EventTypeCase)field;
+	/* Every event written here is a bool set to true; they share storage. */
+	ev.tracing_started = true;
+	tp.has_timestamp = true;
+	tp.timestamp = ts;
+	tp.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_SERVICE_EVENT;
+	tp.service_event = &ev;
+	return emit(ss, &tp);
+}
+
+int svc_packets_slow_data_sources(struct svc_session *ss, uint32_t field,
+				  bool (*pick)(const struct svc_ds_inst *i, const void *arg), const void *arg)
+{
+	Perfetto__Protos__TracePacket tp = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__TracingServiceEvent ev = PERFETTO__PROTOS__TRACING_SERVICE_EVENT__INIT;
+	Perfetto__Protos__TracingServiceEvent__DataSources dss =
+		PERFETTO__PROTOS__TRACING_SERVICE_EVENT__DATA_SOURCES__INIT;
+	Perfetto__Protos__TracingServiceEvent__DataSources__DataSource d[SVC_MAX_LISTED_SLOW_DS];
+	Perfetto__Protos__TracingServiceEvent__DataSources__DataSource *dp[SVC_MAX_LISTED_SLOW_DS];
+	size_t n = 0;
+
+	for (struct svc_ds_inst *i = ss->insts_head; i && n < SVC_MAX_LISTED_SLOW_DS; i = i->insts_next) {
+		if (!i->producer || !pick(i, arg))
+			continue;
+		perfetto__protos__tracing_service_event__data_sources__data_source__init(&d[n]);
+		d[n].producer_name = i->producer->name ? i->producer->name : (char *)"";
+		d[n].data_source_name = i->name;
+		dp[n] = &d[n];
+		n++;
+	}
+	dss.n_data_source = n;
+	dss.data_source = dp;
+	ev.event_type_case = (Perfetto__Protos__TracingServiceEvent__EventTypeCase)field;
+	ev.slow_starting_data_sources = &dss;
+	tp.has_timestamp = true;
+	tp.timestamp = svc_now_boot_ns();
+	tp.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_SERVICE_EVENT;
+	tp.service_event = &ev;
+	return emit(ss, &tp);
+}
+
+int svc_packets_trace_stats(struct svc_session *ss)
+{
+	Perfetto__Protos__TracePacket tp = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__TraceStats st = PERFETTO__PROTOS__TRACE_STATS__INIT;
+	_cleanup_free_ Perfetto__Protos__TraceStats__BufferStats *bs = NULL;
+	_cleanup_free_ Perfetto__Protos__TraceStats__BufferStats **bsp = NULL;
+	struct svc *s = ss->svc;
+	size_t n_sessions = 0;
+
+	bs = calloc(ss->n_buffers + 1, sizeof(*bs));
+	bsp = calloc(ss->n_buffers + 1, sizeof(*bsp));
+	if (!bs || !bsp)
+		return -ENOMEM;
+	for (size_t i = 0; i < ss->n_buffers; i++) {
+		const struct svc_buffer *b = &ss->buffers[i];
+		Perfetto__Protos__TraceStats__BufferStats *o = &bs[i];
+
+		perfetto__protos__trace_stats__buffer_stats__init(o);
+#define SET(f, v) (o->has_##f = true, o->f = (v))
+		SET(buffer_size, b->size);
+		SET(bytes_written, b->bytes_written);
+		SET(chunks_written, b->chunks_written);
+		SET(chunks_discarded, b->chunks_discarded);
+		SET(abi_violations, b->abi_violations);
+		SET(patches_succeeded, b->patches_succeeded);
+		SET(patches_failed, b->patches_failed);
+		SET(bytes_read, b->bytes_read);
+		SET(chunks_read, b->chunks_written);
+		SET(trace_writer_packet_loss, b->trace_writer_packet_loss);
+#undef SET
+		bsp[i] = o;
+	}
+	for (struct svc_session *x = s->sessions_head; x; x = x->sessions_next)
+		n_sessions++;
+	st.n_buffer_stats = ss->n_buffers;
+	st.buffer_stats = bsp;
+	st.has_producers_connected = true;
+	st.producers_connected = (uint32_t)s->n_producers;
+	st.has_producers_seen = true;
+	st.producers_seen = s->last_producer_id;
+	st.has_data_sources_registered = true;
+	st.data_sources_registered = (uint32_t)s->n_regs;
+	st.has_data_sources_seen = true;
+	st.data_sources_seen = s->last_ds_instance_id;
+	st.has_tracing_sessions = true;
+	st.tracing_sessions = (uint32_t)n_sessions;
+	st.has_total_buffers = true;
+	st.total_buffers = (uint32_t)s->n_buffers;
+	st.has_chunks_discarded = true;
+	st.chunks_discarded = s->chunks_discarded;
+	st.has_patches_discarded = true;
+	st.patches_discarded = s->patches_discarded;
+	st.has_invalid_packets = true;
+	st.invalid_packets = ss->stats.invalid_packets;
+	st.has_flushes_requested = true;
+	st.flushes_requested = ss->stats.flushes_requested;
+	st.has_flushes_succeeded = true;
+	st.flushes_succeeded = ss->stats.flushes_acked;
+	st.has_flushes_failed = true;
+	st.flushes_failed = ss->stats.flushes_timed_out;
+	st.has_final_flush_outcome = true;
+	st.final_flush_outcome = (Perfetto__Protos__TraceStats__FinalFlushOutcome)ss->final_flush_outcome;
+	tp.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACE_STATS;
+	tp.trace_stats = &st;
+	return emit(ss, &tp);
+}
