@@ -81,6 +81,21 @@ int ipc_frame_encode(const Perfetto__Protos__IPCFrame *frame, uint8_t **ret_buf,
 int ipc_frame_unpack(const uint8_t *payload, size_t len, Perfetto__Protos__IPCFrame **ret);
 
 /**
+ * ipc_message_unpack - decode any protobuf-c message (RPC arguments,
+ * replies, commands) with the same capped allocator as ipc_frame_unpack():
+ * what arrives over IPC is untrusted.
+ * @desc: message descriptor, e.g. &perfetto__protos__commit_data_request__descriptor.
+ * @data: serialized message.
+ * @len: its length.
+ * @ret: on success, the message; release it with
+ *       protobuf_c_message_free_unpacked(msg, NULL).
+ *
+ * Returns: 0, -EMSGSIZE if @len > IPC_FRAME_MAX_PAYLOAD, -EBADMSG.
+ */
+int ipc_message_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+		       ProtobufCMessage **ret);
+
+/**
  * ipc_frame_free - release a frame from ipc_frame_unpack() or
  * ipc_frame_decoder_next().  Accepts NULL.
  *

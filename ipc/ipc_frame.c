@@ -54,7 +54,8 @@ static void budget_free(void *allocator_data, void *p)
 	free(p);
 }
 
-int ipc_frame_unpack(const uint8_t *payload, size_t len, Perfetto__Protos__IPCFrame **ret)
+int ipc_message_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+		       ProtobufCMessage **ret)
 {
 	struct alloc_budget budget = { .left = IPC_FRAME_MAX_DECODE_ALLOC };
 	ProtobufCAllocator allocator = {
@@ -62,19 +63,33 @@ int ipc_frame_unpack(const uint8_t *payload, size_t len, Perfetto__Protos__IPCFr
 		.free = budget_free,
 		.allocator_data = &budget,
 	};
-	Perfetto__Protos__IPCFrame *f;
+	ProtobufCMessage *m;
 
-	if (!ret || (!payload && len > 0))
+	if (!desc || !ret || (!data && len > 0))
 		return -EINVAL;
 	if (len > IPC_FRAME_MAX_PAYLOAD)
 		return -EMSGSIZE;
 
 	/* protobuf-c reports malformed input and allocation failure alike. */
-	f = perfetto__protos__ipcframe__unpack(&allocator, len, payload);
-	if (!f)
+	m = protobuf_c_message_unpack(desc, &allocator, len, data);
+	if (!m)
 		return -EBADMSG;
 
-	*ret = f;
+	*ret = m;
+	return 0;
+}
+
+int ipc_frame_unpack(const uint8_t *payload, size_t len, Perfetto__Protos__IPCFrame **ret)
+{
+	ProtobufCMessage *m = NULL;
+	int r;
+
+	if (!ret)
+		return -EINVAL;
+	r = ipc_message_unpack(&perfetto__protos__ipcframe__descriptor, payload, len, &m);
+	if (r < 0)
+		return r;
+	*ret = (Perfetto__Protos__IPCFrame *)m;
 	return 0;
 }
 

@@ -355,6 +355,22 @@ START_TEST(test_unpack_bounded_alloc)
 	ipc_frame_free(f);
 	ck_assert_int_eq(ipc_frame_unpack(p, 2 * n_big, &f), -EBADMSG);
 	ck_assert_int_eq(ipc_frame_unpack(p, IPC_FRAME_MAX_PAYLOAD + 1, &f), -EMSGSIZE);
+
+	/* Any message type goes through the same cap (e.g. RPC args). */
+	{
+		static const uint8_t bind[] = { 0x0A, 0x03, 'a', 'b', 'c' };
+		static const uint8_t bad[] = { 0x0A, 0x09, 'a' };
+		ProtobufCMessage *m = NULL;
+
+		ck_assert_int_eq(ipc_message_unpack(&perfetto__protos__ipcframe__bind_service__descriptor, bind,
+						    sizeof(bind), &m), 0);
+		ck_assert_str_eq(((Perfetto__Protos__IPCFrame__BindService *)m)->service_name, "abc");
+		protobuf_c_message_free_unpacked(m, NULL);
+		ck_assert_int_eq(ipc_message_unpack(&perfetto__protos__ipcframe__bind_service__descriptor, bad,
+						    sizeof(bad), &m), -EBADMSG);
+		ck_assert_int_eq(ipc_message_unpack(&perfetto__protos__ipcframe__descriptor, p, 2 * n_big, &m),
+				 -EBADMSG);
+	}
 }
 END_TEST
 
@@ -810,6 +826,47 @@ START_TEST(test_connect_refused)
 }
 END_TEST
 
+START_TEST(test_connect_tcp_refused)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sin);
+	_cleanup_free_ char *addr = NULL;
+	struct bind_result b = {};
+	struct disc_result disc = {};
+	struct ipc_client *c = NULL;
+	sd_event *e = NULL;
+	int fd, r;
+
+	/* A port that was just free: bound, never listened on. */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+		close(fd);
+		return; /* no loopback networking here */
+	}
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
+	ck_assert_int_ge(asprintf(&addr, "127.0.0.1:%u", ntohs(sin.sin_port)), 0);
+
+	r = ipc_client_new(addr, &c);
+	close(fd);
+	if (r < 0) {
+		ck_assert_int_eq(r, -ECONNREFUSED);
+		return;
+	}
+	/* Asynchronous failure: the queued bind fails, then the disconnect. */
+	ck_assert_int_eq(sd_event_new(&e), 0);
+	ipc_client_set_disconnect_callback(c, on_client_disconnect, &disc);
+	ck_assert_int_eq(ipc_client_attach_event(c, e), 0);
+	ck_assert_int_eq(ipc_client_bind_service(c, "ProducerPort", on_bind, &b, NULL), 0);
+	ck_assert(RUN_UNTIL(e, disc.done));
+	ck_assert_int_eq(disc.error, -ECONNREFUSED);
+	ck_assert(b.done);
+	ck_assert_int_eq(b.error, -ECONNREFUSED);
+	ipc_client_free(c);
+	sd_event_unref(e);
+}
+END_TEST
+
 START_TEST(test_unknown_request)
 {
 	Perfetto__Protos__IPCFrame f = PERFETTO__PROTOS__IPCFRAME__INIT;
@@ -1145,6 +1202,7 @@ static Suite *ipc_suite(void)
 	tcase_add_test(tc, test_loopback_socketpair);
 	tcase_add_test(tc, test_loopback_tcp);
 	tcase_add_test(tc, test_connect_refused);
+	tcase_add_test(tc, test_connect_tcp_refused);
 	tcase_add_test(tc, test_unknown_request);
 	tcase_add_test(tc, test_host_drops_oversized_frame);
 	tcase_add_test(tc, test_client_drops_oversized_frame);
