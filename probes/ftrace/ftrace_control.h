@@ -247,8 +247,9 @@ int ftrace_tracefs_read_buffer_kb(struct ftrace_tracefs *t, uint32_t *ret_kb);
 int ftrace_tracefs_page_size(struct ftrace_tracefs *t, size_t *ret);
 
 /**
- * ftrace_tracefs_read_available - available_events plus the always-on
- * ftrace/ events, as a sorted list.
+ * ftrace_tracefs_read_available - the events of this directory (its
+ * events/<group>/<name>/ tree; instances have no available_events), with
+ * the ftrace/ group flagged FTRACE_EVENT_ALWAYS_ON, as a sorted list.
  */
 struct ftrace_event_list;
 int ftrace_tracefs_read_available(struct ftrace_tracefs *t, struct ftrace_event_list **ret);

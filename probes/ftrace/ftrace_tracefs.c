@@ -344,48 +344,70 @@ int ftrace_tracefs_page_size(struct ftrace_tracefs *t, size_t *ret)
 	return 0;
 }
 
+static bool is_dir_entry(int dfd, const struct dirent *de)
+{
+	struct stat st;
+
+	if (de->d_type != DT_UNKNOWN)
+		return de->d_type == DT_DIR;
+	return fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Every events/<group>/<event>/ directory of one group. */
+static int add_group(struct ftrace_event_list *l, int events_fd, const char *group)
+{
+	_cleanup_close_ int fd = -EBADF;
+	unsigned flags = strcmp(group, "ftrace") == 0 ? FTRACE_EVENT_ALWAYS_ON : 0;
+	DIR *d;
+	int r = 0;
+
+	fd = openat(events_fd, group, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : negative_errno();
+	d = fdopendir(fd);
+	if (!d)
+		return negative_errno();
+	TAKE_FD(fd);
+	for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+		if (!ftrace_name_valid(de->d_name) || !is_dir_entry(dirfd(d), de))
+			continue;
+		r = ftrace_event_list_add(l, group, de->d_name, flags);
+	}
+	closedir(d);
+	return r < 0 ? r : 0;
+}
+
+/*
+ * The events of this directory, from its events/ tree rather than
+ * available_events: instances have no available_events file, and the tree
+ * also lists the always-on ftrace/ events (print, bputs...).
+ */
 int ftrace_tracefs_read_available(struct ftrace_tracefs *t, struct ftrace_event_list **ret)
 {
 	_cleanup_(ftrace_event_list_freep) struct ftrace_event_list *l = NULL;
-	_cleanup_free_ char *text = NULL;
 	_cleanup_close_ int fd = -EBADF;
-	size_t len;
 	DIR *d;
 	int r;
 
 	r = ftrace_event_list_new(&l);
 	if (r < 0)
 		return r;
-	r = ftrace_tracefs_read(t, "available_events", 16u << 20, &text, &len);
-	if (r < 0)
-		return r;
-	r = ftrace_event_list_parse(l, text, len);
-	if (r < 0)
-		return r;
-
-	/* ftrace/ events (print, bputs, ...) are always on and not listed. */
-	fd = openat(t->dirfd, "events/ftrace", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		d = fdopendir(fd);
-		if (!d)
-			return negative_errno();
-		fd = -EBADF;
-		for (struct dirent *de; (de = readdir(d));) {
-			char p[300];
-
-			if (!ftrace_name_valid(de->d_name))
-				continue;
-			(void)snprintf(p, sizeof(p), "events/ftrace/%s/format", de->d_name);
-			if (faccessat(t->dirfd, p, R_OK, 0) < 0)
-				continue;
-			r = ftrace_event_list_add(l, "ftrace", de->d_name, FTRACE_EVENT_ALWAYS_ON);
-			if (r < 0) {
-				closedir(d);
-				return r;
-			}
-		}
-		closedir(d);
+	fd = openat(t->dirfd, "events", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return negative_errno();
+	d = fdopendir(fd);
+	if (!d)
+		return negative_errno();
+	TAKE_FD(fd);
+	r = 0;
+	for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+		if (!ftrace_name_valid(de->d_name) || !is_dir_entry(dirfd(d), de))
+			continue;
+		r = add_group(l, dirfd(d), de->d_name);
 	}
+	closedir(d);
+	if (r < 0)
+		return r;
 	ftrace_event_list_sort(l);
 	*ret = TAKE_PTR(l);
 	return 0;

@@ -1,0 +1,936 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The ftrace control side against the real tracefs: the validated write
+ * helper, the undo list, name validation, sharing one directory between
+ * data sources, persistence and crash recovery.
+ *
+ * Kernel cases run in a tracefs instance of their own (tp-test-<pid>),
+ * created before and removed after the test case (in the parent process, so
+ * even a crashed or failed test is cleaned up).  The files we could touch,
+ * of the instance and of the top level, are snapshotted first and must be
+ * byte-identical at the end.
+ */
+
+#include <check.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+
+#include "probes/ftrace/ftrace.h"
+#include "probes/ftrace/ftrace_control.h"
+#include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
+#include "util/util.h"
+
+static char g_root[256];
+static char g_inst_name[64];
+static char g_inst_dir[512];
+static char g_state_dir[256];
+static char *g_snap_inst;
+static char *g_snap_top;
+
+static const char *const snap_files[] = {
+	"tracing_on", "set_event", "buffer_size_kb", "trace_clock", "buffer_percent", "current_tracer",
+};
+
+static char *read_text(const char *dir, const char *file)
+{
+	char p[1024];
+	char *buf = NULL;
+	size_t len;
+
+	(void)snprintf(p, sizeof(p), "%s/%s", dir, file);
+	if (read_full_file_at(AT_FDCWD, p, 1 << 20, &buf, &len) < 0)
+		return strdup("<unreadable>");
+	return buf;
+}
+
+static int write_text(const char *dir, const char *file, const char *v)
+{
+	char p[1024];
+	int fd, r;
+
+	(void)snprintf(p, sizeof(p), "%s/%s", dir, file);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, v, strlen(v));
+	close(fd);
+	return r;
+}
+
+static char *snapshot(const char *dir)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	for (size_t i = 0; i < ARRAY_SIZE(snap_files); i++) {
+		char *v = read_text(dir, snap_files[i]);
+
+		fprintf(f, "== %s\n%s", snap_files[i], v);
+		free(v);
+	}
+	fclose(f);
+	return out;
+}
+
+/* The value of @file in the fixture's snapshot, first token. */
+static void snap_value(const char *file, char *buf, size_t size)
+{
+	char key[64];
+	const char *p;
+
+	(void)snprintf(key, sizeof(key), "== %s\n", file);
+	p = strstr(g_snap_inst, key);
+	ck_assert_ptr_nonnull(p);
+	p += strlen(key);
+	if (strcmp(file, "trace_clock") == 0) {
+		p = strchr(p, '[');
+		ck_assert_ptr_nonnull(p);
+		p++;
+	}
+	(void)snprintf(buf, size, "%.*s", (int)strcspn(p, " ]\n"), p);
+}
+
+/* Put back what a test changed on purpose (not through the code under test). */
+static void fixture_reset(void)
+{
+	static const char *const files[] = { "trace_clock", "buffer_size_kb", "tracing_on" };
+	char v[64];
+
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		snap_value(files[i], v, sizeof(v));
+		ck_assert_int_eq(write_text(g_inst_dir, files[i], v), 0);
+	}
+}
+
+static bool file_exists(const char *p)
+{
+	return access(p, F_OK) == 0;
+}
+
+static char *state_file_path(void)
+{
+	char *p = NULL, esc[512];
+
+	(void)snprintf(esc, sizeof(esc), "%s", g_inst_dir);
+	for (char *c = esc; *c; c++)
+		if (*c == '/')
+			*c = '_';
+	if (asprintf(&p, "%s/ftrace%s.undo", g_state_dir, esc) < 0)
+		return NULL;
+	return p;
+}
+
+/* ---- per test case fixture (parent process) ------------------------------ */
+
+static void kernel_setup(void)
+{
+	char *root = NULL, *err = NULL;
+	char p[600];
+
+	ck_assert_int_eq(ftrace_tracefs_find_root(&root, &err), 0);
+	(void)snprintf(g_root, sizeof(g_root), "%s", root);
+	free(root);
+	(void)snprintf(g_inst_name, sizeof(g_inst_name), "tp-test-%d", (int)getpid());
+	(void)snprintf(g_inst_dir, sizeof(g_inst_dir), "%s/instances/%s", g_root, g_inst_name);
+	(void)snprintf(p, sizeof(p), "%s", g_inst_dir);
+	(void)rmdir(p); /* a stale one of ours */
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+
+	(void)snprintf(g_state_dir, sizeof(g_state_dir), "/tmp/tp-test-state-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(g_state_dir));
+	setenv(FTRACE_STATE_DIR_ENV, g_state_dir, 1);
+
+	g_snap_inst = snapshot(g_inst_dir);
+	g_snap_top = snapshot(g_root);
+}
+
+static void kernel_teardown(void)
+{
+	char cmd[600];
+
+	/* A test that died half-way left its undo list: put things back first. */
+	(void)ftrace_host_recover(g_state_dir);
+	(void)rmdir(g_inst_dir);
+	(void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_state_dir);
+	(void)system(cmd);
+	free(g_snap_inst);
+	free(g_snap_top);
+}
+
+static void assert_untouched(void)
+{
+	char *a = snapshot(g_inst_dir), *b = snapshot(g_root);
+
+	ck_assert_str_eq(a, g_snap_inst);
+	ck_assert_str_eq(b, g_snap_top);
+	free(a);
+	free(b);
+}
+
+static struct ftrace_tracefs *open_inst(const char *state_dir)
+{
+	struct ftrace_tracefs *t = NULL;
+	char *err = NULL;
+	int r = ftrace_tracefs_open(g_root, g_inst_name, state_dir, &t, &err);
+
+	ck_assert_msg(r == 0, "open: %d %s", r, err ? err : "");
+	free(err);
+	return t;
+}
+
+static struct ftrace_event_name ev_switch = { "sched", "sched_switch", 0 };
+static struct ftrace_event_name ev_waking = { "sched", "sched_waking", 0 };
+static struct ftrace_event_name ev_exit = { "sched", "sched_process_exit", 0 };
+static struct ftrace_event_name ev_print = { "ftrace", "print", FTRACE_EVENT_ALWAYS_ON };
+
+static char *event_enable(const char *g, const char *n)
+{
+	char f[300];
+
+	(void)snprintf(f, sizeof(f), "events/%s/%s/enable", g, n);
+	return read_text(g_inst_dir, f);
+}
+
+/* ---- the validated write helper --------------------------------------- */
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+struct drain {
+	int fd;
+	size_t got;
+	bool ok;
+};
+
+static void *drain_thread(void *arg)
+{
+	struct drain *d = arg;
+	char buf[1000];
+	ssize_t n;
+
+	d->ok = true;
+	while ((n = read(d->fd, buf, sizeof(buf))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] != (char)('a' + (d->got + (size_t)i) % 26))
+				d->ok = false;
+		d->got += (size_t)n;
+		usleep(50); /* a slow reader: the writer blocks and gets interrupted */
+	}
+	return NULL;
+}
+
+START_TEST(test_write_fd_short_writes)
+{
+	/* SIGALRM without SA_RESTART cuts a blocked pipe write short (or EINTR). */
+	struct sigaction sa = { .sa_handler = on_alarm };
+	struct itimerval it = { .it_interval = { 0, 500 }, .it_value = { 0, 500 } };
+	sigset_t set;
+	const size_t len = 4u << 20;
+	char *data = malloc(len);
+	struct drain d = { 0 };
+	pthread_t th;
+	int p[2];
+
+	ck_assert_ptr_nonnull(data);
+	for (size_t i = 0; i < len; i++)
+		data[i] = (char)('a' + i % 26);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	(void)fcntl(p[1], F_SETPIPE_SZ, 4096);
+	d.fd = p[0];
+
+	/* Only this thread takes the signal. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	ck_assert_int_eq(pthread_create(&th, NULL, drain_thread, &d), 0);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+
+	ck_assert_int_eq(ftrace_tracefs_write_fd(p[1], data, len), 0);
+
+	it = (struct itimerval){ 0 };
+	setitimer(ITIMER_REAL, &it, NULL);
+	close(p[1]);
+	pthread_join(th, NULL);
+	close(p[0]);
+	ck_assert_uint_eq(d.got, len);
+	ck_assert(d.ok);
+	free(data);
+
+	/* No progress at all is an error, not an endless loop. */
+	int fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftrace_tracefs_write_fd(fd, "x", 1), -ENOSPC);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_write_einval_has_kernel_text)
+{
+	struct ftrace_tracefs *t = open_inst(NULL);
+	char *err = NULL;
+
+	/* A value the kernel refuses: EINVAL and a message naming the file. */
+	ck_assert_int_eq(ftrace_tracefs_write(t, "trace_clock", "no_such_clock", &err), -EINVAL);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_ptr_nonnull(strstr(err, "trace_clock"));
+	ck_assert_ptr_nonnull(strstr(err, "no_such_clock"));
+	free(err);
+	err = NULL;
+
+	/* Filters explain themselves in error_log: the text is attached. */
+	ck_assert_int_eq(ftrace_tracefs_write(t, "events/sched/sched_switch/filter", "no_such_field == 1", &err),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_msg(strstr(err, "kernel:") != NULL, "no kernel text in: %s", err);
+	free(err);
+	err = NULL;
+	ck_assert_int_eq(ftrace_tracefs_write(t, "events/sched/sched_switch/filter", "0", &err), 0);
+
+	/* Missing file: -ENOENT, and nothing created. */
+	ck_assert_int_eq(ftrace_tracefs_write(t, "no_such_file", "1", &err), -ENOENT);
+	free(err);
+	ftrace_tracefs_free(t);
+	assert_untouched();
+}
+END_TEST
+
+/* ---- undo list ------------------------------------------------------------ */
+
+START_TEST(test_undo_restores_exactly)
+{
+	struct ftrace_tracefs *t;
+	const struct ftrace_event_name *evs[] = { &ev_switch, &ev_waking, &ev_print };
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 1024 };
+	bool ok[3];
+	char *err = NULL, *v, *before;
+	char *state = state_file_path();
+
+	/* Make the starting state unusual, to see that it comes back as it was. */
+	ck_assert_int_eq(write_text(g_inst_dir, "trace_clock", "global"), 0);
+	ck_assert_int_eq(write_text(g_inst_dir, "buffer_size_kb", "300"), 0);
+	ck_assert_int_eq(write_text(g_inst_dir, "events/irq/irq_handler_entry/enable", "1"), 0);
+	ck_assert_int_eq(write_text(g_inst_dir, "tracing_on", "1"), 0);
+	before = snapshot(g_inst_dir);
+
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	ck_assert_int_eq(ftrace_tracefs_enable_events(t, evs, 3, ok, &err), 3);
+	ck_assert(ok[0] && ok[1] && ok[2]);
+	ck_assert_ptr_null(err);
+
+	/* Changed as asked, and the undo list is on disk. */
+	v = read_text(g_inst_dir, "tracing_on");
+	ck_assert_str_eq(v, "0\n");
+	free(v);
+	v = read_text(g_inst_dir, "trace_clock");
+	ck_assert_ptr_nonnull(strstr(v, "[boot]"));
+	free(v);
+	v = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_int_ge(atoi(v), 1024);
+	ck_assert_int_lt(atoi(v), 1100);
+	free(v);
+	v = event_enable("sched", "sched_switch");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+	ck_assert(file_exists(state));
+	v = read_text(g_state_dir, strrchr(state, '/') + 1);
+	ck_assert_ptr_nonnull(strstr(v, "w tracing_on 1\n"));
+	ck_assert_ptr_nonnull(strstr(v, "w trace_clock global\n"));
+	ck_assert_ptr_nonnull(strstr(v, "w buffer_size_kb 30"));
+	ck_assert_ptr_nonnull(strstr(v, "w events/sched/sched_switch/enable 0\n"));
+	ck_assert_ptr_null(strstr(v, "irq_handler_entry"));
+	free(v);
+
+	ck_assert_int_eq(ftrace_tracefs_activate(t, 0), 0);
+	v = read_text(g_inst_dir, "tracing_on");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+	ck_assert_int_eq(ftrace_tracefs_deactivate(t), 0);
+	ftrace_tracefs_release_events(t, evs, 3, ok);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ck_assert_uint_eq(ftrace_tracefs_undo_count(t), 0);
+	ftrace_tracefs_free(t);
+
+	/* Exactly as before, the event someone else enabled included; no state file left. */
+	v = snapshot(g_inst_dir);
+	ck_assert_str_eq(v, before);
+	free(v);
+	v = event_enable("irq", "irq_handler_entry");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+	ck_assert(!file_exists(state));
+
+	/* Back to the fixture's state. */
+	ck_assert_int_eq(write_text(g_inst_dir, "events/irq/irq_handler_entry/enable", "0"), 0);
+	fixture_reset();
+	assert_untouched();
+	free(before);
+	free(state);
+}
+END_TEST
+
+START_TEST(test_unexpanded_and_percpu_buffer_sizes)
+{
+	struct ftrace_tracefs *t = open_inst(NULL);
+	char *v;
+
+	/* "N (expanded: M)" is remembered as M: the size the next user would get. */
+	ck_assert_int_eq(ftrace_tracefs_remember_value(t, "buffer_size_kb", "1408"), 1);
+	ck_assert_int_eq(ftrace_tracefs_remember(t, "buffer_size_kb"), 0); /* already there */
+	ftrace_tracefs_forget(t, "buffer_size_kb");
+
+	/* Different per-CPU sizes: each CPU is remembered and restored. */
+	if (file_exists("/sys/devices/system/cpu/cpu1")) {
+		char f[600];
+
+		(void)snprintf(f, sizeof(f), "%s/per_cpu/cpu0", g_inst_dir);
+		if (file_exists(f)) {
+			ck_assert_int_eq(write_text(g_inst_dir, "per_cpu/cpu0/buffer_size_kb", "200"), 0);
+			v = read_text(g_inst_dir, "buffer_size_kb");
+			if (strncmp(v, "X", 1) == 0) {
+				char *before = read_text(g_inst_dir, "per_cpu/cpu0/buffer_size_kb");
+
+				ck_assert_int_eq(ftrace_tracefs_remember(t, "buffer_size_kb"), 1);
+				ck_assert_int_ge(ftrace_tracefs_undo_count(t), 2);
+				ck_assert_int_eq(ftrace_tracefs_write(t, "buffer_size_kb", "500", NULL), 0);
+				ck_assert_int_eq(ftrace_tracefs_restore(t), 0);
+				char *after = read_text(g_inst_dir, "per_cpu/cpu0/buffer_size_kb");
+				ck_assert_str_eq(after, before);
+				free(after);
+				free(before);
+				char *top = read_text(g_inst_dir, "buffer_size_kb");
+				ck_assert_str_eq(top, "X\n");
+				free(top);
+			}
+			free(v);
+		}
+	}
+	ftrace_tracefs_free(t);
+	fixture_reset();
+	assert_untouched();
+}
+END_TEST
+
+START_TEST(test_persist_failure_changes_nothing)
+{
+	struct ftrace_tracefs *t;
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 512 };
+	char *err = NULL;
+
+	/* A state dir that cannot be created: setup must stop before any write. */
+	t = open_inst("/proc/version/nope");
+	ck_assert_int_lt(ftrace_tracefs_attach(t, &p, &err), 0);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_ptr_nonnull(strstr(err, "undo"));
+	free(err);
+	ftrace_tracefs_free(t);
+	assert_untouched();
+}
+END_TEST
+
+START_TEST(test_busy_tracer_rejected)
+{
+	struct ftrace_tracefs *t;
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 512 };
+	char *avail = read_text(g_inst_dir, "available_tracers");
+	char *err = NULL;
+
+	if (!strstr(avail, "function")) {
+		free(avail);
+		return; /* no other tracer on this kernel */
+	}
+	free(avail);
+	if (write_text(g_inst_dir, "current_tracer", "function") < 0)
+		return; /* not allowed in an instance on this kernel */
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), -EBUSY);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_ptr_nonnull(strstr(err, "current_tracer"));
+	free(err);
+	ftrace_tracefs_free(t);
+	ck_assert_int_eq(write_text(g_inst_dir, "current_tracer", "nop"), 0);
+	assert_untouched();
+}
+END_TEST
+
+/* ---- two data sources on one directory ------------------------------------ */
+
+START_TEST(test_two_sessions_union)
+{
+	struct ftrace_tracefs *t = open_inst(g_state_dir);
+	const struct ftrace_event_name *a[] = { &ev_switch, &ev_waking };
+	const struct ftrace_event_name *b[] = { &ev_waking, &ev_exit };
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 512 };
+	bool oka[2], okb[2];
+	char *v;
+
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, NULL), 0);
+	ck_assert_int_eq(ftrace_tracefs_enable_events(t, a, 2, oka, NULL), 2);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, NULL), 0);
+	ck_assert_int_eq(ftrace_tracefs_enable_events(t, b, 2, okb, NULL), 2);
+	ck_assert_int_eq(ftrace_tracefs_activate(t, 0), 0);
+	ck_assert_int_eq(ftrace_tracefs_activate(t, 0), 0);
+
+	v = read_text(g_inst_dir, "set_event");
+	ck_assert_ptr_nonnull(strstr(v, "sched:sched_switch"));
+	ck_assert_ptr_nonnull(strstr(v, "sched:sched_waking"));
+	ck_assert_ptr_nonnull(strstr(v, "sched:sched_process_exit"));
+	free(v);
+
+	/* A stops: only what nobody else needs goes off; tracing stays on for B. */
+	ck_assert_int_eq(ftrace_tracefs_deactivate(t), 0);
+	ftrace_tracefs_release_events(t, a, 2, oka);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	v = read_text(g_inst_dir, "set_event");
+	ck_assert_ptr_null(strstr(v, "sched:sched_switch"));
+	ck_assert_ptr_nonnull(strstr(v, "sched:sched_waking"));
+	ck_assert_ptr_nonnull(strstr(v, "sched:sched_process_exit"));
+	free(v);
+	v = read_text(g_inst_dir, "tracing_on");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+
+	/* B stops: everything as it was. */
+	ck_assert_int_eq(ftrace_tracefs_deactivate(t), 0);
+	ftrace_tracefs_release_events(t, b, 2, okb);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	assert_untouched();
+}
+END_TEST
+
+/* ---- crash recovery --------------------------------------------------------- */
+
+START_TEST(test_recover_replays_leftover)
+{
+	char *state = state_file_path();
+	pid_t pid;
+	int status;
+
+	/* A child sets things up and dies by SIGKILL: nothing restored. */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ftrace_tracefs *t = NULL;
+		const struct ftrace_event_name *a[] = { &ev_switch, &ev_waking };
+		struct ftrace_tracefs_params p = { .buffer_size_kb = 700, .mono_raw = true };
+		bool ok[2];
+
+		if (ftrace_tracefs_open(g_root, g_inst_name, g_state_dir, &t, NULL) < 0 ||
+		    ftrace_tracefs_attach(t, &p, NULL) < 0 || ftrace_tracefs_enable_events(t, a, 2, ok, NULL) != 2 ||
+		    ftrace_tracefs_activate(t, 0) < 0)
+			_exit(1);
+		raise(SIGKILL);
+		_exit(2);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ck_assert(file_exists(state));
+	{
+		char *v = event_enable("sched", "sched_switch");
+		ck_assert_str_eq(v, "1\n");
+		free(v);
+	}
+
+	ck_assert_int_eq(ftrace_host_recover(g_state_dir), 1);
+	ck_assert(!file_exists(state));
+	assert_untouched();
+	/* Nothing left to do the second time. */
+	ck_assert_int_eq(ftrace_host_recover(g_state_dir), 0);
+	free(state);
+}
+END_TEST
+
+START_TEST(test_recover_refuses_bad_files)
+{
+	char p[400];
+	char *v;
+	int fd;
+	pid_t live;
+
+	/* A list naming a file outside the whitelist is never acted on. */
+	(void)snprintf(p, sizeof(p), "%s/ftrace_bad.undo", g_state_dir);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	dprintf(fd, "traced-probes-ftrace-undo 1\npid 1\ndir %s\ntruncate 0\nw current_tracer function\n",
+		g_inst_dir);
+	close(fd);
+	ck_assert_int_eq(ftrace_tracefs_undo_file_replay(p, true), -EBADMSG);
+	ck_assert(file_exists(p));
+	(void)unlink(p);
+
+	/* A path escaping tracefs is refused too. */
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	dprintf(fd, "traced-probes-ftrace-undo 1\npid 1\ndir /tmp\ntruncate 0\nw tracing_on 1\n");
+	close(fd);
+	ck_assert_int_eq(ftrace_tracefs_undo_file_replay(p, true), -EBADMSG);
+	(void)unlink(p);
+
+	/* A list whose owner is alive belongs to a running daemon: skipped. */
+	live = fork();
+	if (live == 0) {
+		pause();
+		_exit(0);
+	}
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	dprintf(fd, "traced-probes-ftrace-undo 1\npid %d\ndir %s\ntruncate 0\nw tracing_on 0\n", (int)live,
+		g_inst_dir);
+	close(fd);
+	ck_assert_int_eq(ftrace_tracefs_undo_file_replay(p, false), 0);
+	ck_assert(file_exists(p));
+	v = read_text(g_inst_dir, "tracing_on");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+	kill(live, SIGKILL);
+	waitpid(live, NULL, 0);
+	(void)unlink(p);
+	assert_untouched();
+}
+END_TEST
+
+/* ---- the data-source API: validation and reporting ------------------------- */
+
+static int setup_ds(const char *instance, char **events, size_t n, struct ftrace_host **ret_host,
+		    struct ftrace_ds **ret, char **err)
+{
+	Perfetto__Protos__FtraceConfig cfg = PERFETTO__PROTOS__FTRACE_CONFIG__INIT;
+	struct ftrace_host *h = NULL;
+	sd_event *e = NULL;
+	int r;
+
+	cfg.instance_name = (char *)instance;
+	cfg.ftrace_events = events;
+	cfg.n_ftrace_events = n;
+	cfg.has_buffer_size_kb = true;
+	cfg.buffer_size_kb = 256;
+	ck_assert_int_ge(sd_event_default(&e), 0);
+	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
+	/* setup does not write packets: a dummy writer pointer is fine */
+	r = ftrace_ds_setup(h, 1, 1, &cfg, (struct smb_writer *)0x1, NULL, NULL, ret, err);
+	if (r < 0)
+		h = ftrace_host_free(h);
+	*ret_host = h;
+	sd_event_unref(e);
+	return r;
+}
+
+START_TEST(test_ds_setup_rejects_bad_instance_names)
+{
+	const char *bad[] = { "../x", "a/b/c", "..", ".", "", "x y" };
+	char longname[400];
+	struct ftrace_host *h = NULL;
+	struct ftrace_ds *ds = NULL;
+	char *err = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		if (!bad[i][0])
+			continue; /* empty means top level, not an error */
+		ck_assert_int_eq(setup_ds(bad[i], NULL, 0, &h, &ds, &err), -EINVAL);
+		ck_assert_ptr_nonnull(err);
+		free(err);
+		err = NULL;
+	}
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = 0;
+	ck_assert_int_eq(setup_ds(longname, NULL, 0, &h, &ds, &err), -EINVAL);
+	free(err);
+	err = NULL;
+
+	/* Perfetto's rule: the instance must exist. */
+	ck_assert_int_eq(setup_ds("tp-test-does-not-exist", NULL, 0, &h, &ds, &err), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "does not exist"));
+	free(err);
+	assert_untouched();
+}
+END_TEST
+
+START_TEST(test_ds_unknown_events_not_fatal)
+{
+	char *events[] = { "sched/sched_switch", "sched/no_such_event", "../x", "a/b/c", "sched_waking",
+			   "nogroup/*" };
+	struct ftrace_ds *ds = NULL;
+	char *err = NULL, *v;
+	const char *w;
+	struct ftrace_host *h = NULL;
+	int r;
+
+	r = setup_ds(g_inst_name, events, ARRAY_SIZE(events), &h, &ds, &err);
+	ck_assert_msg(r == 0, "setup: %d %s", r, err ? err : "");
+	w = ftrace_ds_get_warnings(ds);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_ptr_nonnull(strstr(w, "sched/no_such_event"));
+	ck_assert_ptr_nonnull(strstr(w, "'../x'"));
+	ck_assert_ptr_nonnull(strstr(w, "a/b/c"));
+	ck_assert_ptr_nonnull(strstr(w, "nogroup/*"));
+	v = event_enable("sched", "sched_switch");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+	v = event_enable("sched", "sched_waking");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+	/* The host frees what is still attached and restores tracefs. */
+	ftrace_host_free(h);
+	assert_untouched();
+}
+END_TEST
+
+/* ---- pure: names and config resolution ----------------------------------- */
+
+START_TEST(test_name_validation)
+{
+	char n127[128], n128[129];
+
+	memset(n127, 'a', 127);
+	n127[127] = 0;
+	memset(n128, 'a', 128);
+	n128[128] = 0;
+	ck_assert(ftrace_name_valid("sched_switch"));
+	ck_assert(ftrace_name_valid(n127));
+	ck_assert(!ftrace_name_valid(n128));
+	ck_assert(!ftrace_name_valid(""));
+	ck_assert(!ftrace_name_valid(NULL));
+	ck_assert(!ftrace_name_valid("../x"));
+	ck_assert(!ftrace_name_valid("a/b"));
+	ck_assert(!ftrace_name_valid("*"));
+	ck_assert(!ftrace_name_valid("a b"));
+	ck_assert(!ftrace_name_valid("a\nb"));
+	ck_assert(!ftrace_name_valid("sched-switch"));
+
+	ck_assert(ftrace_instance_name_valid("tp-test-1.2_x"));
+	ck_assert(!ftrace_instance_name_valid("."));
+	ck_assert(!ftrace_instance_name_valid(".."));
+	ck_assert(!ftrace_instance_name_valid("../x"));
+	ck_assert(!ftrace_instance_name_valid("a/b"));
+	ck_assert(!ftrace_instance_name_valid(""));
+	ck_assert(!ftrace_instance_name_valid("a\tb"));
+}
+END_TEST
+
+static struct ftrace_event_list *fixture_events(void)
+{
+	static const char text[] = "sched:sched_switch\nsched:sched_waking\nsched:sched_wakeup\n"
+				   "irq:irq_handler_entry\nirq:irq_handler_exit\nfoo:sched_waking\n"
+				   "uniq:only_here\ndup1:twice\ndup2:twice\nbad line\n:x\ny:\nbad-g:x\n";
+	struct ftrace_event_list *l = NULL;
+
+	ck_assert_int_eq(ftrace_event_list_new(&l), 0);
+	ck_assert_int_eq(ftrace_event_list_parse(l, text, sizeof(text) - 1), 0);
+	ck_assert_int_ge(ftrace_event_list_add(l, "ftrace", "print", FTRACE_EVENT_ALWAYS_ON), 0);
+	ftrace_event_list_sort(l);
+	ck_assert_uint_eq(ftrace_event_list_size(l), 10);
+	return l;
+}
+
+static bool has_event(const struct ftrace_config *c, const char *g, const char *n)
+{
+	for (size_t i = 0; i < c->n_events; i++)
+		if (!strcmp(c->events[i]->group, g) && !strcmp(c->events[i]->name, n))
+			return true;
+	return false;
+}
+
+static bool has_unknown(const struct ftrace_config *c, const char *s)
+{
+	for (size_t i = 0; i < c->n_unknown; i++)
+		if (!strcmp(c->unknown[i], s))
+			return true;
+	return false;
+}
+
+START_TEST(test_config_resolution)
+{
+	char over[300];
+	char *events[] = { "sched/sched_switch", "irq/*", "sched_waking", "only_here", "twice", "../x",
+			   "a/b/c", "sched/nope", "nogroup/*", "sched/sched_switch", "*", "sched/*x", over,
+			   "print", "bad\x01name" };
+	Perfetto__Protos__FtraceConfig cfg = PERFETTO__PROTOS__FTRACE_CONFIG__INIT;
+	struct ftrace_event_list *l = fixture_events();
+	struct ftrace_config *c = NULL;
+	char *err = NULL;
+
+	memset(over, 'a', sizeof(over) - 1);
+	over[sizeof(over) - 1] = 0;
+	cfg.ftrace_events = events;
+	cfg.n_ftrace_events = ARRAY_SIZE(events);
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 4ull << 30, &c, &err), 0);
+
+	ck_assert(has_event(c, "sched", "sched_switch"));
+	ck_assert(has_event(c, "irq", "irq_handler_entry"));
+	ck_assert(has_event(c, "irq", "irq_handler_exit"));
+	ck_assert(has_event(c, "sched", "sched_waking")); /* known group wins over foo/ */
+	ck_assert(!has_event(c, "foo", "sched_waking"));
+	ck_assert(has_event(c, "uniq", "only_here"));
+	ck_assert(has_event(c, "ftrace", "print"));
+	ck_assert_uint_eq(c->n_events, 6); /* deduplicated */
+	ck_assert(has_unknown(c, "twice")); /* ambiguous outside known groups */
+	ck_assert(has_unknown(c, "../x"));
+	ck_assert(has_unknown(c, "a/b/c"));
+	ck_assert(has_unknown(c, "sched/nope"));
+	ck_assert(has_unknown(c, "nogroup/*"));
+	ck_assert(has_unknown(c, "*"));
+	ck_assert(has_unknown(c, "sched/*x"));
+	ck_assert(has_unknown(c, "bad?name")); /* reported printable */
+	for (size_t i = 0; i < c->n_unknown; i++)
+		ck_assert_uint_le(strlen(c->unknown[i]), FTRACE_MAX_REPORTED_NAME);
+	ck_assert(c->has_sched_switch);
+	ck_assert(c->compact_sched);
+	ck_assert(c->denser_generic_events);
+	ck_assert_uint_eq(c->buffer_size_kb, 2048);
+	ck_assert_uint_eq(c->drain_period_ms, 100);
+	ck_assert_ptr_null(c->instance_name);
+	ftrace_config_free(c);
+	c = NULL;
+
+	/* Defaults and bounds. */
+	Perfetto__Protos__FtraceConfig__CompactSchedConfig cs = PERFETTO__PROTOS__FTRACE_CONFIG__COMPACT_SCHED_CONFIG__INIT;
+	cs.has_enabled = true;
+	cs.enabled = false;
+	cfg.compact_sched = &cs;
+	cfg.has_buffer_size_kb = true;
+	cfg.buffer_size_kb = 100;
+	cfg.has_drain_period_ms = true;
+	cfg.drain_period_ms = 60001;
+	cfg.has_denser_generic_event_encoding = true;
+	cfg.denser_generic_event_encoding = false;
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 16ull << 30, &c, &err), 0);
+	ck_assert(!c->compact_sched);
+	ck_assert(!c->denser_generic_events);
+	ck_assert_uint_eq(c->buffer_size_kb, 100); /* explicit wins */
+	ck_assert_uint_eq(c->drain_period_ms, 100);
+	ftrace_config_free(c);
+	c = NULL;
+	cfg.has_buffer_size_lower_bound = true;
+	cfg.buffer_size_lower_bound = true;
+	cfg.drain_period_ms = 2000;
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 16ull << 30, &c, &err), 0);
+	ck_assert_uint_eq(c->buffer_size_kb, 8192); /* a lower bound under the default */
+	ck_assert_uint_eq(c->drain_period_ms, 2000);
+	ftrace_config_free(c);
+	c = NULL;
+	cfg.buffer_size_kb = 0xffffffffu;
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 16ull << 30, &c, &err), 0);
+	ck_assert_uint_eq(c->buffer_size_kb, FTRACE_BUFFER_KB_MAX);
+	ftrace_config_free(c);
+	c = NULL;
+
+	/* Rejected: bad instance name, too many events. */
+	cfg.instance_name = "../etc";
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 0, &c, &err), -EINVAL);
+	ck_assert_ptr_nonnull(err);
+	free(err);
+	err = NULL;
+	cfg.instance_name = NULL;
+	char **many = calloc(FTRACE_MAX_CONFIG_EVENTS + 1, sizeof(char *));
+	for (size_t i = 0; i <= FTRACE_MAX_CONFIG_EVENTS; i++)
+		many[i] = "sched/sched_switch";
+	cfg.ftrace_events = many;
+	cfg.n_ftrace_events = FTRACE_MAX_CONFIG_EVENTS + 1;
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 0, &c, &err), -EINVAL);
+	free(err);
+	free(many);
+	ftrace_event_list_free(l);
+}
+END_TEST
+
+START_TEST(test_stats_parse)
+{
+	static const char full[] = "entries: 12\noverrun: 3\ncommit overrun: 0\nbytes: 4096\n"
+				   "oldest event ts:   461.123456\nnow ts:   467.345981\n"
+				   "dropped events: 7\nread events: 99\n";
+	static const char old_kernel[] = "entries: 1\noverrun: 2\nbytes: 3\nsomething new: 5\n";
+	struct ftrace_cpu_stats s = { .cpu = 3 };
+
+	ck_assert_int_eq(ftrace_stats_parse(full, sizeof(full) - 1, &s), 0);
+	ck_assert_uint_eq(s.cpu, 3);
+	ck_assert_uint_eq(s.entries, 12);
+	ck_assert_uint_eq(s.overrun, 3);
+	ck_assert_uint_eq(s.commit_overrun, 0);
+	ck_assert_uint_eq(s.bytes, 4096);
+	ck_assert_uint_eq(s.dropped_events, 7);
+	ck_assert_uint_eq(s.read_events, 99);
+	ck_assert_double_eq_tol(s.oldest_event_ts, 461.123456, 1e-9);
+	ck_assert_double_eq_tol(s.now_ts, 467.345981, 1e-9);
+	ck_assert_uint_eq(s.present, 0xff);
+
+	s = (struct ftrace_cpu_stats){ 0 };
+	ck_assert_int_eq(ftrace_stats_parse(old_kernel, sizeof(old_kernel) - 1, &s), 0);
+	ck_assert_uint_eq(s.present, FTRACE_STAT_ENTRIES | FTRACE_STAT_OVERRUN | FTRACE_STAT_BYTES);
+	ck_assert_uint_eq(s.bytes, 3);
+	ck_assert_int_eq(ftrace_stats_parse("garbage", 7, &s), -EBADMSG);
+	ck_assert_int_eq(ftrace_stats_parse("entries: x\n", 11, &s), -EBADMSG);
+}
+END_TEST
+
+/* Last in its test case: everything we touched is back, byte for byte. */
+START_TEST(test_zz_everything_restored)
+{
+	assert_untouched();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("ftrace_tracefs");
+	TCase *pure = tcase_create("pure");
+	TCase *k = tcase_create("kernel");
+
+	tcase_add_test(pure, test_name_validation);
+	tcase_add_test(pure, test_config_resolution);
+	tcase_add_test(pure, test_stats_parse);
+	tcase_add_test(pure, test_write_fd_short_writes);
+	suite_add_tcase(s, pure);
+
+	tcase_add_unchecked_fixture(k, kernel_setup, kernel_teardown);
+	tcase_add_test(k, test_write_einval_has_kernel_text);
+	tcase_add_test(k, test_undo_restores_exactly);
+	tcase_add_test(k, test_unexpanded_and_percpu_buffer_sizes);
+	tcase_add_test(k, test_persist_failure_changes_nothing);
+	tcase_add_test(k, test_busy_tracer_rejected);
+	tcase_add_test(k, test_two_sessions_union);
+	tcase_add_test(k, test_recover_replays_leftover);
+	tcase_add_test(k, test_recover_refuses_bad_files);
+	tcase_add_test(k, test_ds_setup_rejects_bad_instance_names);
+	tcase_add_test(k, test_ds_unknown_events_not_fatal);
+	tcase_add_test(k, test_zz_everything_restored);
+	suite_add_tcase(s, k);
+	return s;
+}
+
+int main(void)
+{
+	char *root = NULL;
+	SRunner *sr;
+	int failed;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "skipped: needs root for tracefs\n");
+		return 77;
+	}
+	if (ftrace_tracefs_find_root(&root, NULL) < 0) {
+		fprintf(stderr, "skipped: no tracefs\n");
+		return 77;
+	}
+	free(root);
+
+	sr = srunner_create(suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
