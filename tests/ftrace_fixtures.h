@@ -315,6 +315,13 @@ static inline uint8_t *fx_pack(const struct fx_page *pages, size_t n)
 
 /* ---- record payloads ---------------------------------------------------- */
 
+/* Kernel comms are NUL-padded, not necessarily NUL-terminated. */
+static inline void fx_comm(uint8_t *dst, const char *s)
+{
+	memset(dst, 0, 16);
+	memcpy(dst, s, strnlen(s, 16));
+}
+
 static inline void fx_common(uint8_t *r, uint16_t id, uint8_t flags, int32_t pid)
 {
 	memcpy(r, &id, 2);
@@ -329,11 +336,11 @@ static inline size_t fx_sched_switch(uint8_t r[64], int32_t common_pid, const ch
 {
 	memset(r, 0, 64);
 	fx_common(r, FX_ID_SCHED_SWITCH, 0, common_pid);
-	strncpy((char *)r + 8, prev_comm, 16);
+	fx_comm(r + 8, prev_comm);
 	memcpy(r + 24, &prev_pid, 4);
 	memcpy(r + 28, &prev_prio, 4);
 	memcpy(r + 32, &prev_state, 8);
-	strncpy((char *)r + 40, next_comm, 16);
+	fx_comm(r + 40, next_comm);
 	memcpy(r + 56, &next_pid, 4);
 	memcpy(r + 60, &next_prio, 4);
 	return 64;
@@ -344,7 +351,7 @@ static inline size_t fx_sched_waking(uint8_t r[36], uint8_t flags, int32_t commo
 {
 	memset(r, 0, 36);
 	fx_common(r, FX_ID_SCHED_WAKING, flags, common_pid);
-	strncpy((char *)r + 8, comm, 16);
+	fx_comm(r + 8, comm);
 	memcpy(r + 24, &pid, 4);
 	memcpy(r + 28, &prio, 4);
 	memcpy(r + 32, &target_cpu, 4);
