@@ -232,9 +232,9 @@ int ipc_addr_connect(const char *addr, int *ret_fd);
 /**
  * ipc_addr_listen - create a non-blocking, close-on-exec listening socket.
  * @addr: address string.
- * @mode: for filesystem sockets, chmod() the socket to @mode (traced uses
- *        0666 for its producer socket so that any user may connect);
- *        0 keeps what the umask gave.
+ * @mode: for filesystem sockets, chmod() the socket to @mode; 0666 lets
+ *        producers of any uid connect (what a system-wide producer socket
+ *        needs), 0 keeps what the umask gave.
  * @ret_fd: the socket.
  *
  * A stale filesystem socket at @addr is unlinked first; anything else that
