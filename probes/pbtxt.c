@@ -196,22 +196,27 @@ static int read_string(struct parser *p, struct buf *b)
 	return 0;
 }
 
-static int parse_int(struct parser *p, const char *tok, bool is_signed, int64_t min, uint64_t max,
-		     uint64_t *ret)
+/* Returns -EINVAL for something that is not a number, -ERANGE outside [min, max]. */
+static int parse_int(const char *tok, bool is_signed, int64_t min, uint64_t max, uint64_t *ret)
 {
 	char *endp;
-	bool neg = tok[0] == '-';
 
 	errno = 0;
-	if (neg) {
+	if (tok[0] == '-') {
 		long long v = strtoll(tok, &endp, 0);
-		if (!is_signed || errno || *endp || v < min)
-			return fail(p, "'%s' is not a valid value here", tok);
+
+		if (*endp || endp == tok)
+			return -EINVAL;
+		if (!is_signed || errno || v < min)
+			return -ERANGE;
 		*ret = (uint64_t)v;
 	} else {
 		unsigned long long v = strtoull(tok, &endp, 0);
-		if (errno || *endp || v > max)
-			return fail(p, "'%s' is not a valid value here", tok);
+
+		if (*endp || endp == tok)
+			return -EINVAL;
+		if (errno || v > max)
+			return -ERANGE;
 		*ret = v;
 	}
 	return 0;
@@ -271,7 +276,7 @@ static int parse_scalar(struct parser *p, const ProtobufCFieldDescriptor *f, str
 		if (ev) {
 			v = (uint64_t)(int64_t)ev->value;
 		} else {
-			r = parse_int(p, tok, true, INT32_MIN, INT32_MAX, &v);
+			r = parse_int(tok, true, INT32_MIN, INT32_MAX, &v);
 			if (r < 0 || !protobuf_c_enum_descriptor_get_value(ed, (int)(int64_t)v))
 				return fail(p, "'%s' is not a value of %s (field '%s')", tok, ed->name, f->name);
 		}
@@ -282,20 +287,20 @@ static int parse_scalar(struct parser *p, const ProtobufCFieldDescriptor *f, str
 	case PROTOBUF_C_TYPE_INT32:
 	case PROTOBUF_C_TYPE_SFIXED32:
 	case PROTOBUF_C_TYPE_SINT32:
-		r = parse_int(p, tok, true, INT32_MIN, INT32_MAX, &v);
+		r = parse_int(tok, true, INT32_MIN, INT32_MAX, &v);
 		break;
 	case PROTOBUF_C_TYPE_INT64:
 	case PROTOBUF_C_TYPE_SFIXED64:
 	case PROTOBUF_C_TYPE_SINT64:
-		r = parse_int(p, tok, true, INT64_MIN, INT64_MAX, &v);
+		r = parse_int(tok, true, INT64_MIN, INT64_MAX, &v);
 		break;
 	case PROTOBUF_C_TYPE_UINT32:
 	case PROTOBUF_C_TYPE_FIXED32:
-		r = parse_int(p, tok, false, 0, UINT32_MAX, &v);
+		r = parse_int(tok, false, 0, UINT32_MAX, &v);
 		break;
 	case PROTOBUF_C_TYPE_UINT64:
 	case PROTOBUF_C_TYPE_FIXED64:
-		r = parse_int(p, tok, false, 0, UINT64_MAX, &v);
+		r = parse_int(tok, false, 0, UINT64_MAX, &v);
 		break;
 	case PROTOBUF_C_TYPE_FLOAT:
 	case PROTOBUF_C_TYPE_DOUBLE: {
@@ -317,8 +322,10 @@ static int parse_scalar(struct parser *p, const ProtobufCFieldDescriptor *f, str
 	default:
 		return fail(p, "field '%s' has a type this parser does not handle", f->name);
 	}
-	if (r < 0)
+	if (r == -ERANGE)
 		return fail(p, "'%s' is out of range for field '%s'", tok, f->name);
+	if (r < 0)
+		return fail(p, "'%s' is not a valid value for field '%s'", tok, f->name);
 
 	switch (f->type) {
 	case PROTOBUF_C_TYPE_SINT32:
