@@ -266,6 +266,11 @@ static void fx_status(const char *root, int32_t pid, int32_t tid, const struct f
 		 t->name, t->tgid, t->pid, t->ppid, t->uid, t->uid, t->uid, t->uid, ns, ns,
 		 t->tgid, t->tgid, kt, mem);
 	fx_str(root, rel, buf);
+	if (tid > 0) {
+		snprintf(rel, sizeof(rel), "%d/task/%d/comm", pid, tid);
+		snprintf(buf, sizeof(buf), "%s\n", t->name);
+		fx_str(root, rel, buf);
+	}
 }
 
 static void fx_stat(const char *root, int32_t pid, const char *comm, uint64_t starttime)
@@ -491,6 +496,23 @@ START_TEST(test_parse_cmdline)
 	/* setproctitle() style: one argument with spaces */
 	ck_assert_uint_eq(split("nginx: worker", 13, out, 8), 1);
 	ck_assert_str_eq(out[0], "nginx: worker");
+}
+END_TEST
+
+START_TEST(test_comm_to_name)
+{
+	char out[2 * PROCFS_COMM_MAX];
+	size_t n;
+
+	n = procfs_comm_to_name("a\\b\nc\n", 6, out, sizeof(out));
+	ck_assert_uint_eq(n, 7);
+	ck_assert(memcmp(out, "a\\\\b\\nc", 7) == 0);
+	n = procfs_comm_to_name("t\tx y\n", 6, out, sizeof(out));
+	ck_assert_uint_eq(n, 5);
+	ck_assert(memcmp(out, "t\tx y", 5) == 0);
+	ck_assert_uint_eq(procfs_comm_to_name("\n", 1, out, sizeof(out)), 0);
+	/* cut, never overrun: a 2-byte escape that does not fit is dropped */
+	ck_assert_uint_eq(procfs_comm_to_name("ab\\", 3, out, 3), 2);
 }
 END_TEST
 
@@ -1056,7 +1078,11 @@ static void *helper_thread(void *arg)
 	char name[16], line[64];
 	int n;
 
-	snprintf(name, sizeof(name), "thr %u", (unsigned)(uintptr_t)arg);
+	/* thread 0: a backslash, which status escapes */
+	if ((uintptr_t)arg == 0)
+		snprintf(name, sizeof(name), "thr\\0");
+	else
+		snprintf(name, sizeof(name), "thr %u", (unsigned)(uintptr_t)arg);
 	(void)prctl(PR_SET_NAME, name);
 	n = snprintf(line, sizeof(line), "%d %s\n", gettid(), name);
 	pthread_mutex_lock(&helper_lock);
@@ -1201,6 +1227,22 @@ static void helper_argv(char **argv)
 	argv[6] = NULL;
 }
 
+/* What status's Name: shows for a comm: '\\' and newline escaped. */
+static void status_escape(const char *in, char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (; *in && n + 3 < size; in++) {
+		if (*in == '\\' || *in == '\n') {
+			out[n++] = '\\';
+			out[n++] = *in == '\n' ? 'n' : '\\';
+		} else {
+			out[n++] = *in;
+		}
+	}
+	out[n] = '\0';
+}
+
 static void check_helper(const Perfetto__Protos__Trace *t, size_t from, const struct helper *h)
 {
 	const char *const want[] = { "procfs helper", "arg with spaces", "ünïcødé ✓",
@@ -1225,9 +1267,14 @@ static void check_helper(const Perfetto__Protos__Trace *t, size_t from, const st
 	for (unsigned i = 0; i < h->n; i++) {
 		th = find_thread(t, from, h->tids[i]);
 		ck_assert_msg(th, "thread %d missing", h->tids[i]);
+		char want_name[64];
+
 		ck_assert_int_eq(th->tgid, h->pid);
-		ck_assert_str_eq(th->name, h->names[i]);
+		status_escape(h->names[i], want_name, sizeof(want_name));
+		ck_assert_str_eq(th->name, want_name);
 	}
+	/* the helper's thread 0 is named "thr\0": written as status shows it */
+	ck_assert_str_eq(find_thread(t, from, h->tids[0])->name, "thr\\\\0");
 }
 
 START_TEST(test_real_full_scan)
@@ -1475,6 +1522,7 @@ static Suite *procfs_suite(void)
 	tcase_add_test(tc, test_parse_status_kthread_and_edges);
 	tcase_add_test(tc, test_parse_stat);
 	tcase_add_test(tc, test_parse_cmdline);
+	tcase_add_test(tc, test_comm_to_name);
 	tcase_add_test(tc, test_parse_numbers);
 	tcase_add_test(tc, test_pidset);
 	tcase_add_test(tc, test_cache);

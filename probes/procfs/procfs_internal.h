@@ -144,6 +144,18 @@ int procfs_stat_parse(const char *buf, size_t len, struct procfs_stat *ret);
 bool procfs_cmdline_next(const char *buf, size_t len, size_t *pos, const char **ret_arg,
 			 size_t *ret_len);
 
+/* Longest comm the kernel prints (TASK_COMM_LEN is 16; workqueue names 64). */
+#define PROCFS_COMM_MAX 64
+
+/**
+ * procfs_comm_to_name - turn /proc/<pid>/task/<tid>/comm contents into the
+ * Name: value status shows for the same task: the final newline dropped,
+ * '\\' and '\n' escaped as the kernel escapes them in status.  Output is cut
+ * at @out_size (2 * PROCFS_COMM_MAX is always enough).
+ * Returns: the length written to @out (not NUL-terminated).
+ */
+size_t procfs_comm_to_name(const char *comm, size_t len, char *out, size_t out_size);
+
 /**
  * procfs_parse_pid - a /proc directory entry name that is a positive decimal
  * int32 with no sign, blanks or leading zeros.

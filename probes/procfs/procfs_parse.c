@@ -378,3 +378,27 @@ bool procfs_cmdline_next(const char *buf, size_t len, size_t *pos, const char **
 	*pos = i + n + (nul ? 1 : 0);
 	return true;
 }
+
+size_t procfs_comm_to_name(const char *comm, size_t len, char *out, size_t out_size)
+{
+	size_t n = 0;
+
+	if (len > 0 && comm[len - 1] == '\n')
+		len--;
+	for (size_t i = 0; i < len; i++) {
+		char c = comm[i];
+		const char *esc = c == '\\' ? "\\\\" : c == '\n' ? "\\n" : NULL;
+
+		if (esc) {
+			if (n + 2 > out_size)
+				break;
+			out[n++] = esc[0];
+			out[n++] = esc[1];
+		} else {
+			if (n + 1 > out_size)
+				break;
+			out[n++] = c;
+		}
+	}
+	return n;
+}
