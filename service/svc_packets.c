@@ -15,6 +15,7 @@
 
 #include "protos/perfetto/trace/trace_packet.pb-c.h"
 #include "service/svc_internal.h"
+#include "smb/pbw.h"
 #include "util/util.h"
 
 /* TracePacket.trace_provenance: not in our proto subset, written raw. */
@@ -142,17 +143,20 @@ int svc_packets_provenance(struct svc_session *ss)
 	Perfetto__Protos__TracePacket tp = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	ProtobufCMessageUnknownField uf;
 	_cleanup_free_ uint8_t *body = NULL;
+	size_t n;
 
-	body = malloc(ss->n_buffers * 2 + 1);
+	/* protobuf-c keeps the length prefix of an unknown field in its data. */
+	body = malloc(ss->n_buffers * 2 + 10);
 	if (!body)
 		return -ENOMEM;
+	n = (size_t)(pbw_put_varint_raw(body, ss->n_buffers * 2) - body);
 	for (size_t i = 0; i < ss->n_buffers; i++) {
-		body[2 * i] = 0x12; /* field 2, length-delimited */
-		body[2 * i + 1] = 0;
+		body[n++] = 0x12; /* Buffer at field 2, length-delimited, empty */
+		body[n++] = 0;
 	}
 	uf.tag = TRACE_PROVENANCE_FIELD;
 	uf.wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
-	uf.len = ss->n_buffers * 2;
+	uf.len = n;
 	uf.data = body;
 	tp.base.n_unknown_fields = 1;
 	tp.base.unknown_fields = &uf;

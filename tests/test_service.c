@@ -1,0 +1,1047 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The in-process service against a fake producer built from the project's
+ * own IPC client and SMB writer, over a real AF_UNIX socket: the startup
+ * handshake, SetupTracing with the memfd, Setup/Start, packets (some larger
+ * than a chunk) committed and written to the file byte for byte with the
+ * trusted fields appended, the Flush / ack / Stop / stopped sequence, and
+ * the failure paths (calls before InitializeConnection, bad CommitData
+ * entries, unacked flushes, a producer that goes away).
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ipc/ipc.h"
+#include "protos/perfetto/common/commit_data_request.pb-c.h"
+#include "protos/perfetto/ipc/producer_port.pb-c.h"
+#include "protos/perfetto/trace/trace.pb-c.h"
+#include "protos/perfetto/trace/trace_packet.pb-c.h"
+#include "service/service.h"
+#include "smb/pbw.h"
+#include "smb/smb.h"
+#include "util/util.h"
+
+#define DS_NAME "test.ds"
+#define TIMEOUT_MS 5000
+/* The payload field of the test packets: any id not reserved for the service. */
+#define PAYLOAD_FIELD 1001u
+
+static uint64_t mono_ms(void)
+{
+	return now_ns(CLOCK_MONOTONIC) / 1000000;
+}
+
+#define RUN_UNTIL(e, cond, ms)                                                  \
+	({                                                                      \
+		uint64_t _dl = mono_ms() + (ms);                                \
+		while (!(cond) && mono_ms() < _dl)                              \
+			ck_assert_int_ge(sd_event_run((e), 20 * 1000), 0);      \
+		(bool)(cond);                                                   \
+	})
+
+/* ---- fixture: a service listening on a socket in a temp dir -------------- */
+
+struct fx {
+	sd_event *e;
+	struct svc *svc;
+	char dir[64];
+	char sock[96];
+	char out[96];
+	int out_fd;
+	struct svc_session *ss;
+	bool done;
+	int done_error;
+	bool all_started;
+};
+
+static void fx_init(struct fx *fx, const struct svc_options *o)
+{
+	memset(fx, 0, sizeof(*fx));
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/tp-svc-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(fx->dir));
+	snprintf(fx->sock, sizeof(fx->sock), "%s/producer.sock", fx->dir);
+	snprintf(fx->out, sizeof(fx->out), "%s/out.pftrace", fx->dir);
+	ck_assert_int_ge(sd_event_new(&fx->e), 0);
+	ck_assert_int_eq(svc_new(fx->e, o, &fx->svc), 0);
+	ck_assert_int_eq(svc_listen(fx->svc, fx->sock), 0);
+	fx->out_fd = open(fx->out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fx->out_fd, 0);
+}
+
+static void fx_done(struct fx *fx)
+{
+	fx->ss = svc_session_free(fx->ss);
+	fx->svc = svc_free(fx->svc);
+	closep(&fx->out_fd);
+	(void)unlink(fx->out);
+	(void)unlink(fx->sock);
+	(void)rmdir(fx->dir);
+	sd_event_unref(fx->e);
+}
+
+static void on_done(struct svc_session *ss, int error, void *userdata)
+{
+	struct fx *fx = userdata;
+
+	(void)ss;
+	fx->done = true;
+	fx->done_error = error;
+}
+
+static void on_all_started(struct svc_session *ss, void *userdata)
+{
+	struct fx *fx = userdata;
+
+	(void)ss;
+	fx->all_started = true;
+}
+
+static Perfetto__Protos__TraceConfig *make_config(uint32_t flush_timeout_ms, uint32_t stop_timeout_ms)
+{
+	Perfetto__Protos__TraceConfig *cfg = calloc(1, sizeof(*cfg));
+	Perfetto__Protos__TraceConfig__BufferConfig *b = calloc(1, sizeof(*b));
+	Perfetto__Protos__TraceConfig__DataSource *d = calloc(1, sizeof(*d));
+	Perfetto__Protos__DataSourceConfig *dc = calloc(1, sizeof(*dc));
+
+	ck_assert(cfg && b && d && dc);
+	perfetto__protos__trace_config__init(cfg);
+	perfetto__protos__trace_config__buffer_config__init(b);
+	perfetto__protos__trace_config__data_source__init(d);
+	perfetto__protos__data_source_config__init(dc);
+	b->has_size_kb = true;
+	b->size_kb = 1024;
+	dc->name = strdup(DS_NAME);
+	d->config = dc;
+	cfg->n_buffers = 1;
+	cfg->buffers = calloc(1, sizeof(*cfg->buffers));
+	cfg->buffers[0] = b;
+	cfg->n_data_sources = 1;
+	cfg->data_sources = calloc(1, sizeof(*cfg->data_sources));
+	cfg->data_sources[0] = d;
+	if (flush_timeout_ms) {
+		cfg->has_flush_timeout_ms = true;
+		cfg->flush_timeout_ms = flush_timeout_ms;
+	}
+	if (stop_timeout_ms) {
+		cfg->has_data_source_stop_timeout_ms = true;
+		cfg->data_source_stop_timeout_ms = stop_timeout_ms;
+	}
+	return cfg;
+}
+
+static void free_config(Perfetto__Protos__TraceConfig *cfg)
+{
+	free(cfg->data_sources[0]->config->name);
+	free(cfg->data_sources[0]->config);
+	free(cfg->data_sources[0]);
+	free(cfg->data_sources);
+	free(cfg->buffers[0]);
+	free(cfg->buffers);
+	free(cfg);
+}
+
+static void fx_start(struct fx *fx, uint32_t flush_timeout_ms, uint32_t stop_timeout_ms)
+{
+	Perfetto__Protos__TraceConfig *cfg = make_config(flush_timeout_ms, stop_timeout_ms);
+	struct svc_session_hooks h = { .done = on_done, .all_started = on_all_started };
+
+	ck_assert_int_eq(svc_session_start(fx->svc, cfg, fx->out_fd, &h, fx, &fx->ss), 0);
+	ck_assert_uint_gt(svc_session_id(fx->ss), 0);
+	free_config(cfg);
+}
+
+/* ---- the fake producer -------------------------------------------------- */
+
+enum {
+	M_INIT = 1, M_REGISTER, M_UNREGISTER, M_COMMIT, M_GET_ASYNC, M_REG_WRITER, M_UNREG_WRITER,
+	M_STARTED, M_STOPPED, M_TRIGGERS, M_SYNC, M_UPDATE, _M_MAX,
+};
+static const char *const method_names[_M_MAX] = {
+	[M_INIT] = "InitializeConnection", [M_REGISTER] = "RegisterDataSource",
+	[M_UNREGISTER] = "UnregisterDataSource", [M_COMMIT] = "CommitData",
+	[M_GET_ASYNC] = "GetAsyncCommand", [M_REG_WRITER] = "RegisterTraceWriter",
+	[M_UNREG_WRITER] = "UnregisterTraceWriter", [M_STARTED] = "NotifyDataSourceStarted",
+	[M_STOPPED] = "NotifyDataSourceStopped", [M_TRIGGERS] = "ActivateTriggers",
+	[M_SYNC] = "Sync", [M_UPDATE] = "UpdateDataSource",
+};
+
+struct fp {
+	struct ipc_client *c;
+	uint32_t sid;
+	bool bound;
+	uint32_t mid[_M_MAX];
+
+	/* InitializeConnection */
+	bool init_replied;
+	int init_error;
+	bool init_had_fd;
+	bool use_emulation;
+	bool direct_patching;
+
+	/* commands, in arrival order: T setup tracing, S setup ds, s start,
+	 * F flush, P stop, C clear incremental state; Y a Sync reply */
+	char log[64];
+	size_t n_log;
+	bool stream_ended;
+	int smb_fd;
+	bool setup_tracing_had_fd;
+	uint32_t page_kb;
+	uint64_t ds_id;
+	uint32_t target_buffer;
+	uint64_t session_id;
+	uint32_t duration_ms;
+	uint32_t stop_timeout_ms;
+	uint64_t start_id;
+	uint64_t flush_id;
+	uint64_t flush_flags;
+	uint64_t flush_ds;
+	uint64_t stop_id;
+
+	/* behaviour */
+	bool ack_flush;
+	bool ack_stop;
+
+	struct smb *smb;
+	struct smb_writer *w;
+	int rejected;
+	int replies;
+};
+
+static void fp_log(struct fp *f, char c)
+{
+	if (f->n_log + 1 < sizeof(f->log))
+		f->log[f->n_log++] = c;
+}
+
+static void on_bind(struct ipc_client *c, int error, uint32_t sid, void *userdata)
+{
+	struct fp *f = userdata;
+
+	ck_assert_int_eq(error, 0);
+	f->sid = sid;
+	f->bound = true;
+	for (int m = 1; m < _M_MAX; m++) {
+		int id = ipc_client_get_method_id(c, sid, method_names[m]);
+
+		/* v58.2 declaration order */
+		ck_assert_int_eq(id, m);
+		f->mid[m] = (uint32_t)id;
+	}
+}
+
+static void on_generic_reply(struct ipc_client *c, int error, const uint8_t *p, size_t len, bool has_more,
+			     int fd, void *userdata)
+{
+	struct fp *f = userdata;
+
+	(void)c;
+	(void)p;
+	(void)len;
+	(void)has_more;
+	(void)fd;
+	if (error)
+		f->rejected++;
+	else
+		f->replies++;
+}
+
+static void on_sync_reply(struct ipc_client *c, int error, const uint8_t *p, size_t len, bool has_more,
+			  int fd, void *userdata)
+{
+	struct fp *f = userdata;
+
+	(void)c;
+	(void)p;
+	(void)len;
+	(void)has_more;
+	(void)fd;
+	if (!error)
+		fp_log(f, 'Y');
+}
+
+static void on_init_reply(struct ipc_client *c, int error, const uint8_t *p, size_t len, bool has_more,
+			  int fd, void *userdata)
+{
+	struct fp *f = userdata;
+	Perfetto__Protos__InitializeConnectionResponse *r;
+
+	(void)c;
+	(void)has_more;
+	f->init_replied = true;
+	f->init_error = error;
+	f->init_had_fd = fd >= 0;
+	if (error)
+		return;
+	r = perfetto__protos__initialize_connection_response__unpack(NULL, len, p);
+	ck_assert_ptr_nonnull(r);
+	f->use_emulation = r->use_shmem_emulation;
+	f->direct_patching = r->direct_smb_patching_supported;
+	perfetto__protos__initialize_connection_response__free_unpacked(r, NULL);
+}
+
+static void fp_invoke(struct fp *f, int method, const ProtobufCMessage *m, ipc_client_reply_cb cb)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len = m ? protobuf_c_message_get_packed_size(m) : 0;
+
+	buf = malloc(len + 1);
+	ck_assert_ptr_nonnull(buf);
+	if (m)
+		protobuf_c_message_pack(m, buf);
+	ck_assert_int_eq(ipc_client_invoke(f->c, f->sid, f->mid[method], buf, len, -EBADF, cb, f, NULL), 0);
+}
+
+static void fp_notify(struct fp *f, int method, uint64_t id)
+{
+	Perfetto__Protos__NotifyDataSourceStartedRequest r = PERFETTO__PROTOS__NOTIFY_DATA_SOURCE_STARTED_REQUEST__INIT;
+
+	/* Started and Stopped requests have the same shape. */
+	r.has_data_source_id = true;
+	r.data_source_id = id;
+	fp_invoke(f, method, &r.base, NULL);
+}
+
+/* Send CommitData for every chunk released and patch completed. */
+static void fp_commit(struct fp *f, uint64_t flush_id)
+{
+	Perfetto__Protos__CommitDataRequest req = PERFETTO__PROTOS__COMMIT_DATA_REQUEST__INIT;
+	Perfetto__Protos__CommitDataRequest__ChunksToMove mv[256], *mvp[256];
+	struct smb_commit cm = { 0 };
+
+	if (f->smb && smb_take_commit(f->smb, &cm)) {
+		ck_assert_uint_le(cm.n_moves, 256);
+		ck_assert_uint_eq(cm.n_patches, 0);
+		for (size_t i = 0; i < cm.n_moves; i++) {
+			perfetto__protos__commit_data_request__chunks_to_move__init(&mv[i]);
+			mv[i].has_page = mv[i].has_chunk = mv[i].has_target_buffer = true;
+			mv[i].page = cm.moves[i].page;
+			mv[i].chunk = cm.moves[i].chunk;
+			mv[i].target_buffer = cm.moves[i].target_buffer;
+			mvp[i] = &mv[i];
+		}
+		req.n_chunks_to_move = cm.n_moves;
+		req.chunks_to_move = mvp;
+	}
+	if (flush_id) {
+		req.has_flush_request_id = true;
+		req.flush_request_id = flush_id;
+	}
+	fp_invoke(f, M_COMMIT, &req.base, on_generic_reply);
+}
+
+static void on_command(struct ipc_client *c, int error, const uint8_t *p, size_t len, bool has_more, int fd,
+		       void *userdata)
+{
+	struct fp *f = userdata;
+	Perfetto__Protos__GetAsyncCommandResponse *cmd;
+
+	if (error || !has_more) {
+		f->stream_ended = true;
+		return;
+	}
+	cmd = perfetto__protos__get_async_command_response__unpack(NULL, len, p);
+	ck_assert_ptr_nonnull(cmd);
+	switch (cmd->cmd_case) {
+	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_SETUP_TRACING:
+		fp_log(f, 'T');
+		f->setup_tracing_had_fd = fd >= 0;
+		f->page_kb = cmd->setup_tracing->shared_buffer_page_size_kb;
+		if (fd >= 0) {
+			f->smb_fd = ipc_client_take_fd(c);
+			ck_assert_int_eq(smb_new_from_fd(f->smb_fd, (size_t)f->page_kb * 1024, &f->smb), 0);
+		}
+		break;
+	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_SETUP_DATA_SOURCE: {
+		const Perfetto__Protos__DataSourceConfig *dc = cmd->setup_data_source->config;
+		Perfetto__Protos__RegisterTraceWriterRequest rw = PERFETTO__PROTOS__REGISTER_TRACE_WRITER_REQUEST__INIT;
+
+		fp_log(f, 'S');
+		ck_assert_ptr_nonnull(dc);
+		ck_assert_str_eq(dc->name, DS_NAME);
+		f->ds_id = cmd->setup_data_source->new_instance_id;
+		f->target_buffer = dc->target_buffer;
+		f->session_id = dc->tracing_session_id;
+		f->duration_ms = dc->trace_duration_ms;
+		f->stop_timeout_ms = dc->stop_timeout_ms;
+		if (f->smb && !f->w) {
+			ck_assert_int_eq(smb_writer_new(f->smb, 1, dc->target_buffer, &f->w), 0);
+			rw.has_trace_writer_id = rw.has_target_buffer = true;
+			rw.trace_writer_id = 1;
+			rw.target_buffer = dc->target_buffer;
+			fp_invoke(f, M_REG_WRITER, &rw.base, NULL);
+		}
+		break;
+	}
+	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_START_DATA_SOURCE:
+		fp_log(f, 's');
+		f->start_id = cmd->start_data_source->new_instance_id;
+		fp_notify(f, M_STARTED, f->start_id);
+		break;
+	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_FLUSH:
+		fp_log(f, 'F');
+		f->flush_id = cmd->flush->request_id;
+		f->flush_flags = cmd->flush->flags;
+		f->flush_ds = cmd->flush->n_data_source_ids == 1 ? cmd->flush->data_source_ids[0] : 0;
+		if (f->ack_flush) {
+			if (f->w)
+				smb_writer_flush(f->w);
+			fp_commit(f, f->flush_id);
+		}
+		break;
+	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_STOP_DATA_SOURCE:
+		fp_log(f, 'P');
+		f->stop_id = cmd->stop_data_source->instance_id;
+		if (f->ack_stop)
+			fp_notify(f, M_STOPPED, f->stop_id);
+		break;
+	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_CLEAR_INCREMENTAL_STATE:
+		fp_log(f, 'C');
+		break;
+	default:
+		ck_abort_msg("unexpected command %d", cmd->cmd_case);
+	}
+	perfetto__protos__get_async_command_response__free_unpacked(cmd, NULL);
+}
+
+static void fp_open(struct fp *f, struct fx *fx)
+{
+	memset(f, 0, sizeof(*f));
+	f->smb_fd = -EBADF;
+	f->ack_flush = f->ack_stop = true;
+	ck_assert_int_eq(ipc_client_new(fx->sock, &f->c), 0);
+	ck_assert_int_eq(ipc_client_attach_event(f->c, fx->e), 0);
+	ck_assert_int_eq(ipc_client_bind_service(f->c, "ProducerPort", on_bind, f, NULL), 0);
+	ck_assert(RUN_UNTIL(fx->e, f->bound, TIMEOUT_MS));
+}
+
+/* What traced_probes does: InitializeConnection, GetAsyncCommand without
+ * waiting, then (after the reply) RegisterDataSource. */
+static void fp_connect(struct fp *f, struct fx *fx, uint32_t page_hint, uint32_t size_hint)
+{
+	Perfetto__Protos__InitializeConnectionRequest ic = PERFETTO__PROTOS__INITIALIZE_CONNECTION_REQUEST__INIT;
+	Perfetto__Protos__GetAsyncCommandRequest ga = PERFETTO__PROTOS__GET_ASYNC_COMMAND_REQUEST__INIT;
+
+	fp_open(f, fx);
+	ic.producer_name = (char *)"test.producer";
+	ic.has_shared_memory_page_size_hint_bytes = ic.has_shared_memory_size_hint_bytes = true;
+	ic.shared_memory_page_size_hint_bytes = page_hint;
+	ic.shared_memory_size_hint_bytes = size_hint;
+	fp_invoke(f, M_INIT, &ic.base, on_init_reply);
+	fp_invoke(f, M_GET_ASYNC, &ga.base, on_command);
+	ck_assert(RUN_UNTIL(fx->e, f->init_replied, TIMEOUT_MS));
+	ck_assert_int_eq(f->init_error, 0);
+	/* The SMB fd never rides on the InitializeConnection reply. */
+	ck_assert(!f->init_had_fd);
+	ck_assert(f->direct_patching);
+}
+
+static void fp_register(struct fp *f, bool notify)
+{
+	Perfetto__Protos__RegisterDataSourceRequest rq = PERFETTO__PROTOS__REGISTER_DATA_SOURCE_REQUEST__INIT;
+	Perfetto__Protos__DataSourceDescriptor d = PERFETTO__PROTOS__DATA_SOURCE_DESCRIPTOR__INIT;
+
+	d.name = (char *)DS_NAME;
+	d.has_will_notify_on_start = d.has_will_notify_on_stop = true;
+	d.will_notify_on_start = d.will_notify_on_stop = notify;
+	rq.data_source_descriptor = &d;
+	fp_invoke(f, M_REGISTER, &rq.base, on_generic_reply);
+}
+
+static void fp_close(struct fp *f)
+{
+	f->w = smb_writer_free(f->w);
+	f->smb = smb_free(f->smb);
+	f->c = ipc_client_free(f->c);
+	closep(&f->smb_fd);
+}
+
+/* Packet i: timestamp (8) = i + 1 and a payload (PAYLOAD_FIELD) of @size
+ * bytes derived from i. */
+static size_t expected_packet(unsigned i, size_t size, uint8_t *buf, size_t cap)
+{
+	struct pbw w;
+	uint8_t *payload = malloc(size + 1);
+
+	ck_assert_ptr_nonnull(payload);
+	for (size_t j = 0; j < size; j++)
+		payload[j] = (uint8_t)(i * 31 + j);
+	pbw_init(&w, buf, cap, NULL, NULL);
+	pbw_varint(&w, 8, i + 1);
+	pbw_bytes(&w, PAYLOAD_FIELD, payload, size);
+	ck_assert(!pbw_overflowed(&w));
+	free(payload);
+	return (size_t)(w.cur - buf);
+}
+
+static void fp_write(struct fp *f, unsigned i, size_t size)
+{
+	uint8_t *buf = malloc(size + 64);
+	size_t len = expected_packet(i, size, buf, size + 64);
+	struct pbw *w = smb_writer_begin_packet(f->w);
+
+	ck_assert_ptr_nonnull(w);
+	pbw_append_raw(w, buf, len);
+	ck_assert_int_eq(smb_writer_end_packet(f->w), 0);
+	free(buf);
+}
+
+/* ---- reading the output --------------------------------------------------- */
+
+struct rec {
+	const uint8_t *data;
+	size_t len;
+	Perfetto__Protos__TracePacket *tp;
+};
+
+struct trace_file {
+	char *buf;
+	size_t len;
+	struct rec *recs;
+	size_t n;
+};
+
+static void trace_load(struct trace_file *t, const char *path)
+{
+	const uint8_t *p, *end;
+	Perfetto__Protos__Trace *whole;
+
+	memset(t, 0, sizeof(*t));
+	ck_assert_int_eq(read_full_file_at(AT_FDCWD, path, 64u << 20, &t->buf, &t->len), 0);
+	/* The whole file must also decode as one Trace message. */
+	whole = perfetto__protos__trace__unpack(NULL, t->len, (const uint8_t *)t->buf);
+	ck_assert_ptr_nonnull(whole);
+	perfetto__protos__trace__free_unpacked(whole, NULL);
+
+	p = (const uint8_t *)t->buf;
+	end = p + t->len;
+	while (p < end) {
+		uint64_t len = 0;
+		unsigned shift = 0;
+
+		ck_assert_uint_eq(*p++, 0x0a);
+		do {
+			ck_assert(p < end);
+			len |= (uint64_t)(*p & 0x7f) << shift;
+			shift += 7;
+		} while (*p++ & 0x80);
+		ck_assert_uint_le(len, (uint64_t)(end - p));
+		t->recs = realloc(t->recs, (t->n + 1) * sizeof(*t->recs));
+		ck_assert_ptr_nonnull(t->recs);
+		t->recs[t->n].data = p;
+		t->recs[t->n].len = len;
+		t->recs[t->n].tp = perfetto__protos__trace_packet__unpack(NULL, len, p);
+		ck_assert_ptr_nonnull(t->recs[t->n].tp);
+		t->n++;
+		p += len;
+	}
+}
+
+static void trace_free(struct trace_file *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		perfetto__protos__trace_packet__free_unpacked(t->recs[i].tp, NULL);
+	free(t->recs);
+	free(t->buf);
+}
+
+static uint32_t seq_of(const struct rec *r)
+{
+	return r->tp->optional_trusted_packet_sequence_id_case ? r->tp->trusted_packet_sequence_id : 0;
+}
+
+static const struct rec *find_case(const struct trace_file *t, Perfetto__Protos__TracePacket__DataCase c)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->recs[i].tp->data_case == c)
+			return &t->recs[i];
+	return NULL;
+}
+
+static size_t count_event(const struct trace_file *t, Perfetto__Protos__TracingServiceEvent__EventTypeCase c)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->n; i++)
+		if (t->recs[i].tp->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_SERVICE_EVENT &&
+		    t->recs[i].tp->service_event->event_type_case == c)
+			n++;
+	return n;
+}
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+	return (size_t)(pbw_put_varint_raw(p, v) - p);
+}
+
+/*
+ * Check that the producer packets of @t are exactly packets 0..n-1 (sizes
+ * from @sizes) in order: the bytes the producer wrote, then the trusted
+ * trailer uid / sequence id / pid (and previous_packet_dropped on the
+ * first packet), nothing else.
+ */
+static void check_producer_packets(const struct trace_file *t, const size_t *sizes, unsigned n)
+{
+	unsigned k = 0;
+	uint32_t seq = 0;
+
+	for (size_t i = 0; i < t->n; i++) {
+		const struct rec *r = &t->recs[i];
+		uint8_t *exp, trailer[48];
+		size_t elen, tlen = 0;
+		const uint8_t *at;
+
+		if (seq_of(r) == 1)
+			continue; /* the service's own packets */
+		ck_assert_uint_lt(k, n);
+		ck_assert_uint_ge(seq_of(r), 2);
+		if (seq == 0)
+			seq = seq_of(r);
+		ck_assert_uint_eq(seq_of(r), seq);
+		ck_assert(r->tp->has_timestamp);
+		ck_assert_uint_eq(r->tp->timestamp, k + 1);
+
+		exp = malloc(sizes[k] + 64);
+		elen = expected_packet(k, sizes[k], exp, sizes[k] + 64);
+		at = memmem(r->data, r->len, exp, elen);
+		ck_assert_msg(at != NULL, "packet %u bytes differ", k);
+		/* Only the writer's own header fields may precede our bytes. */
+		ck_assert_uint_le((size_t)(at - r->data), 4);
+
+		trailer[tlen++] = 3 << 3;
+		tlen += put_varint(trailer + tlen, (uint64_t)(int64_t)(int32_t)getuid());
+		trailer[tlen++] = 10 << 3;
+		tlen += put_varint(trailer + tlen, seq);
+		tlen += put_varint(trailer + tlen, 79u << 3);
+		tlen += put_varint(trailer + tlen, (uint64_t)getpid());
+		if (k == 0) {
+			/* traced flags the first packet it reads of a sequence */
+			tlen += put_varint(trailer + tlen, 42u << 3);
+			tlen += put_varint(trailer + tlen, 1);
+		}
+		ck_assert_uint_eq(r->len, (size_t)(at - r->data) + elen + tlen);
+		ck_assert_msg(memcmp(at + elen, trailer, tlen) == 0, "packet %u trailer differs", k);
+		ck_assert_int_eq(r->tp->trusted_pid, getpid());
+		free(exp);
+		k++;
+	}
+	ck_assert_uint_eq(k, n);
+}
+
+static void check_head(const struct trace_file *t)
+{
+	const struct rec *cfg, *si, *last;
+
+	ck_assert_uint_ge(t->n, 6);
+	/* A reader wants the clocks before anything else. */
+	ck_assert_int_eq(t->recs[0].tp->data_case, PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT);
+	ck_assert_int_eq(t->recs[0].tp->clock_snapshot->primary_trace_clock,
+			 PERFETTO__PROTOS__BUILTIN_CLOCK__BUILTIN_CLOCK_BOOTTIME);
+	ck_assert_uint_ge(t->recs[0].tp->clock_snapshot->n_clocks, 6);
+	ck_assert_uint_eq(t->recs[0].tp->clock_snapshot->clocks[0]->clock_id, 6);
+	ck_assert_uint_eq(seq_of(&t->recs[0]), 1);
+	cfg = find_case(t, PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACE_CONFIG);
+	ck_assert_ptr_nonnull(cfg);
+	ck_assert_uint_eq(cfg->tp->trace_config->n_data_sources, 1);
+	ck_assert_str_eq(cfg->tp->trace_config->data_sources[0]->config->name, DS_NAME);
+	ck_assert_ptr_nonnull(find_case(t, PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACE_UUID));
+	ck_assert_ptr_nonnull(find_case(t, PERFETTO__PROTOS__TRACE_PACKET__DATA_SYNCHRONIZATION_MARKER));
+	si = find_case(t, PERFETTO__PROTOS__TRACE_PACKET__DATA_SYSTEM_INFO);
+	ck_assert_ptr_nonnull(si);
+	ck_assert_ptr_nonnull(si->tp->system_info->utsname);
+	ck_assert_str_eq(si->tp->system_info->utsname->sysname, "Linux");
+	ck_assert_uint_eq(count_event(t, PERFETTO__PROTOS__TRACING_SERVICE_EVENT__EVENT_TYPE_TRACING_STARTED), 1);
+	ck_assert_uint_eq(count_event(t, PERFETTO__PROTOS__TRACING_SERVICE_EVENT__EVENT_TYPE_TRACING_DISABLED), 1);
+	last = &t->recs[t->n - 1];
+	ck_assert_int_eq(last->tp->data_case, PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACE_STATS);
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+START_TEST(test_session_roundtrip)
+{
+	struct fx fx;
+	struct fp f;
+	struct trace_file t;
+	struct svc_session_stats st;
+	struct stat sb;
+	/* 4 KiB pages: the 9000 and 20000 byte packets span several chunks. */
+	static const size_t sizes[] = { 10, 200, 9000, 1, 4000, 20000, 50, 3000 };
+	const unsigned n = ARRAY_SIZE(sizes);
+	const struct rec *stats;
+
+	fx_init(&fx, NULL);
+	fp_connect(&f, &fx, 4096, 64 * 1024);
+	fp_register(&f, true);
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME), TIMEOUT_MS));
+	ck_assert_uint_eq(svc_producer_count(fx.svc), 1);
+	/* No SMB before a session needs one. */
+	ck_assert_str_eq(f.log, "");
+
+	fx_start(&fx, 0, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.n_log >= 3 && fx.all_started, TIMEOUT_MS));
+	ck_assert_str_eq(f.log, "TSs");
+	ck_assert(f.setup_tracing_had_fd);
+	ck_assert_uint_eq(f.page_kb, 4);
+	ck_assert_int_eq(fstat(f.smb_fd, &sb), 0);
+	ck_assert_int_eq(sb.st_size, 64 * 1024);
+	/* Sealed against resizing, as traced's memfd. */
+	ck_assert_int_eq(fcntl(f.smb_fd, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
+			 F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	ck_assert_uint_eq(f.start_id, f.ds_id);
+	ck_assert_uint_ge(f.target_buffer, 1);
+	ck_assert_uint_eq(f.session_id, svc_session_id(fx.ss));
+	ck_assert_uint_eq(f.stop_timeout_ms, 5000);
+
+	for (unsigned i = 0; i < n; i++) {
+		fp_write(&f, i, sizes[i]);
+		if (i == 3)
+			fp_commit(&f, 0); /* some chunks before the stop */
+	}
+	fp_commit(&f, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.replies >= 3, TIMEOUT_MS));
+
+	ck_assert_int_eq(svc_session_stop(fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
+	ck_assert_int_eq(fx.done_error, 0);
+	ck_assert_str_eq(f.log, "TSsFP");
+	/* reason trace-stop (2) | initiator traced (1 << 4) */
+	ck_assert_uint_eq(f.flush_flags, 0x12);
+	ck_assert_uint_eq(f.flush_ds, f.ds_id);
+	ck_assert_uint_eq(f.stop_id, f.ds_id);
+	ck_assert_int_eq(svc_session_stop(fx.ss), -EALREADY);
+
+	ck_assert_int_eq(svc_session_get_stats(fx.ss, &st), 0);
+	ck_assert_uint_eq(st.packets, n);
+	ck_assert_uint_eq(st.flushes_requested, 1);
+	ck_assert_uint_eq(st.flushes_acked, 1);
+	ck_assert_uint_eq(st.flushes_timed_out, 0);
+	ck_assert_uint_eq(st.chunks_discarded, 0);
+	ck_assert_uint_eq(st.packets_lost, 0);
+
+	trace_load(&t, fx.out);
+	check_head(&t);
+	check_producer_packets(&t, sizes, n);
+	stats = &t.recs[t.n - 1];
+	ck_assert_int_eq(stats->tp->trace_stats->final_flush_outcome,
+			 PERFETTO__PROTOS__TRACE_STATS__FINAL_FLUSH_OUTCOME__FINAL_FLUSH_SUCCEEDED);
+	ck_assert_uint_eq(stats->tp->trace_stats->flushes_succeeded, 1);
+	ck_assert_uint_eq(stats->tp->trace_stats->n_buffer_stats, 1);
+	ck_assert_uint_eq(stats->tp->trace_stats->buffer_stats[0]->buffer_size, 1024 * 1024);
+	ck_assert_uint_ge(count_event(&t, PERFETTO__PROTOS__TRACING_SERVICE_EVENT__EVENT_TYPE_ALL_DATA_SOURCES_STARTED),
+			  1);
+	ck_assert_uint_eq(count_event(&t, PERFETTO__PROTOS__TRACING_SERVICE_EVENT__EVENT_TYPE_ALL_DATA_SOURCES_FLUSHED),
+			  1);
+	trace_free(&t);
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
+START_TEST(test_reject_before_initialize)
+{
+	struct fx fx;
+	struct fp f;
+	Perfetto__Protos__RegisterDataSourceRequest rq = PERFETTO__PROTOS__REGISTER_DATA_SOURCE_REQUEST__INIT;
+	Perfetto__Protos__DataSourceDescriptor d = PERFETTO__PROTOS__DATA_SOURCE_DESCRIPTOR__INIT;
+	Perfetto__Protos__InitializeConnectionRequest ic = PERFETTO__PROTOS__INITIALIZE_CONNECTION_REQUEST__INIT;
+	Perfetto__Protos__SyncRequest sy = PERFETTO__PROTOS__SYNC_REQUEST__INIT;
+
+	fx_init(&fx, NULL);
+	fp_open(&f, &fx);
+	d.name = (char *)DS_NAME;
+	rq.data_source_descriptor = &d;
+	fp_invoke(&f, M_REGISTER, &rq.base, on_generic_reply);
+	fp_invoke(&f, M_SYNC, &sy.base, on_generic_reply);
+	ck_assert(RUN_UNTIL(fx.e, f.rejected == 2, TIMEOUT_MS));
+	ck_assert_int_eq(f.replies, 0);
+	ck_assert(!svc_data_source_registered(fx.svc, DS_NAME));
+	ck_assert_uint_eq(svc_producer_count(fx.svc), 0);
+
+	/* Then a proper InitializeConnection, and a second one is refused. */
+	ic.producer_name = (char *)"p";
+	fp_invoke(&f, M_INIT, &ic.base, on_init_reply);
+	ck_assert(RUN_UNTIL(fx.e, f.init_replied, TIMEOUT_MS));
+	ck_assert_int_eq(f.init_error, 0);
+	ck_assert_uint_eq(svc_producer_count(fx.svc), 1);
+	f.init_replied = false;
+	fp_invoke(&f, M_INIT, &ic.base, on_init_reply);
+	ck_assert(RUN_UNTIL(fx.e, f.init_replied, TIMEOUT_MS));
+	ck_assert_int_eq(f.init_error, -EREMOTEIO);
+	ck_assert_uint_eq(svc_producer_count(fx.svc), 1);
+
+	/* Undecodable arguments are rejected. */
+	ck_assert_int_eq(ipc_client_invoke(f.c, f.sid, f.mid[M_REGISTER], "\xff\xff\xff", 3, -EBADF, on_generic_reply,
+					   &f, NULL),
+			 0);
+	ck_assert(RUN_UNTIL(fx.e, f.rejected == 3, TIMEOUT_MS));
+
+	/* Now registration works. */
+	fp_invoke(&f, M_REGISTER, &rq.base, on_generic_reply);
+	ck_assert(RUN_UNTIL(fx.e, f.replies == 1, TIMEOUT_MS));
+	ck_assert(svc_data_source_registered(fx.svc, DS_NAME));
+	fp_close(&f);
+	ck_assert(RUN_UNTIL(fx.e, svc_producer_count(fx.svc) == 0, TIMEOUT_MS));
+	ck_assert(!svc_data_source_registered(fx.svc, DS_NAME));
+	fx_done(&fx);
+}
+END_TEST
+
+/* Write one raw CommitData with a single chunk entry. */
+static void fp_commit_raw(struct fp *f, uint32_t page, uint32_t chunk, uint32_t target)
+{
+	Perfetto__Protos__CommitDataRequest req = PERFETTO__PROTOS__COMMIT_DATA_REQUEST__INIT;
+	Perfetto__Protos__CommitDataRequest__ChunksToMove mv = PERFETTO__PROTOS__COMMIT_DATA_REQUEST__CHUNKS_TO_MOVE__INIT;
+	Perfetto__Protos__CommitDataRequest__ChunksToMove *mvp = &mv;
+
+	mv.has_page = mv.has_chunk = mv.has_target_buffer = true;
+	mv.page = page;
+	mv.chunk = chunk;
+	mv.target_buffer = target;
+	req.n_chunks_to_move = 1;
+	req.chunks_to_move = &mvp;
+	fp_invoke(f, M_COMMIT, &req.base, on_generic_reply);
+}
+
+START_TEST(test_bad_commit_entries)
+{
+	struct fx fx;
+	struct fp f;
+	struct trace_file t;
+	struct svc_session_stats st;
+	static const size_t sizes[] = { 100, 100 };
+
+	fx_init(&fx, NULL);
+	fp_connect(&f, &fx, 4096, 64 * 1024);
+	/* A commit before any SMB exists is dropped and refused. */
+	fp_commit(&f, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.rejected == 1, TIMEOUT_MS));
+	fp_register(&f, false);
+	fx_start(&fx, 0, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.n_log >= 3, TIMEOUT_MS));
+	ck_assert_str_eq(f.log, "TSs");
+
+	fp_write(&f, 0, sizes[0]);
+	/* Page 100 does not exist (16 pages); page 5 was never written (Free,
+	 * not Complete); page 0 is still being written (not Complete). */
+	fp_commit_raw(&f, 100, 0, f.target_buffer);
+	fp_commit_raw(&f, 5, 0, f.target_buffer);
+	fp_commit_raw(&f, 0, 0, f.target_buffer);
+	fp_commit_raw(&f, 0, 14, f.target_buffer);
+	ck_assert(RUN_UNTIL(fx.e, f.replies == 5, TIMEOUT_MS));
+	ck_assert_int_eq(svc_session_get_stats(fx.ss, &st), 0);
+	ck_assert_uint_eq(st.chunks_discarded, 4);
+	ck_assert_uint_eq(st.packets, 0);
+
+	/* The session carries on: proper commits still land. */
+	fp_write(&f, 1, sizes[1]);
+	smb_writer_flush(f.w);
+	fp_commit(&f, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.replies == 6, TIMEOUT_MS));
+	ck_assert_int_eq(svc_session_get_stats(fx.ss, &st), 0);
+	ck_assert_uint_eq(st.packets, 2);
+	ck_assert_uint_eq(st.chunks_discarded, 4);
+
+	ck_assert_int_eq(svc_session_stop(fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
+	ck_assert_int_eq(fx.done_error, 0);
+	trace_load(&t, fx.out);
+	check_head(&t);
+	check_producer_packets(&t, sizes, 2);
+	trace_free(&t);
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
+START_TEST(test_flush_timeout)
+{
+	struct fx fx;
+	struct fp f;
+	struct trace_file t;
+	struct svc_session_stats st;
+	static const size_t sizes[] = { 300 };
+	uint64_t t0;
+
+	fx_init(&fx, NULL);
+	fp_connect(&f, &fx, 4096, 64 * 1024);
+	fp_register(&f, true);
+	f.ack_flush = false; /* never acks the flush */
+	f.ack_stop = false;  /* nor the stop */
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME), TIMEOUT_MS));
+	fx_start(&fx, 300, 300);
+	ck_assert(RUN_UNTIL(fx.e, f.n_log >= 3, TIMEOUT_MS));
+	fp_write(&f, 0, sizes[0]);
+	smb_writer_flush(f.w);
+	fp_commit(&f, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.replies == 2, TIMEOUT_MS));
+
+	t0 = mono_ms();
+	ck_assert_int_eq(svc_session_stop(fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
+	/* flush timeout, then stop timeout */
+	ck_assert_uint_ge(mono_ms() - t0, 550);
+	ck_assert_int_eq(fx.done_error, 0);
+	ck_assert_str_eq(f.log, "TSsFP");
+	ck_assert_int_eq(svc_session_get_stats(fx.ss, &st), 0);
+	ck_assert_uint_eq(st.flushes_timed_out, 1);
+	ck_assert_uint_eq(st.flushes_acked, 0);
+	ck_assert_uint_eq(st.data_sources_stop_timed_out, 1);
+
+	trace_load(&t, fx.out);
+	check_head(&t);
+	check_producer_packets(&t, sizes, 1);
+	ck_assert_int_eq(t.recs[t.n - 1].tp->trace_stats->final_flush_outcome,
+			 PERFETTO__PROTOS__TRACE_STATS__FINAL_FLUSH_OUTCOME__FINAL_FLUSH_FAILED);
+	ck_assert_uint_eq(t.recs[t.n - 1].tp->trace_stats->flushes_failed, 1);
+	ck_assert_uint_eq(count_event(&t, PERFETTO__PROTOS__TRACING_SERVICE_EVENT__EVENT_TYPE_LAST_FLUSH_SLOW_DATA_SOURCES),
+			  1);
+	trace_free(&t);
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
+START_TEST(test_producer_disconnect)
+{
+	struct fx fx;
+	struct fp f;
+	struct trace_file t;
+	static const size_t sizes[] = { 10, 5000, 20 };
+
+	fx_init(&fx, NULL);
+	fp_connect(&f, &fx, 4096, 64 * 1024);
+	fp_register(&f, true);
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME), TIMEOUT_MS));
+	fx_start(&fx, 0, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.n_log >= 3, TIMEOUT_MS));
+	for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++)
+		fp_write(&f, i, sizes[i]);
+	smb_writer_flush(f.w);
+	fp_commit(&f, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.replies == 2, TIMEOUT_MS));
+
+	fp_close(&f);
+	ck_assert(RUN_UNTIL(fx.e, svc_producer_count(fx.svc) == 0, TIMEOUT_MS));
+	ck_assert(!svc_data_source_registered(fx.svc, DS_NAME));
+	ck_assert(!fx.done);
+
+	/* Nothing to flush or stop any more: the session ends promptly. */
+	ck_assert_int_eq(svc_session_stop(fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, 1000));
+	ck_assert_int_eq(fx.done_error, 0);
+	trace_load(&t, fx.out);
+	check_head(&t);
+	check_producer_packets(&t, sizes, ARRAY_SIZE(sizes));
+	trace_free(&t);
+	fx_done(&fx);
+}
+END_TEST
+
+START_TEST(test_late_registration_and_sync)
+{
+	struct fx fx;
+	struct fp f;
+	Perfetto__Protos__SyncRequest sy = PERFETTO__PROTOS__SYNC_REQUEST__INIT;
+
+	fx_init(&fx, NULL);
+	/* Hints beyond traced's limits: page clamped to 32 KiB, size to 32 MiB;
+	 * then 3 pages of 4 KiB is not a power of two: defaults. */
+	fp_connect(&f, &fx, 12288, 1 << 20);
+	fx_start(&fx, 0, 0);
+	/* The session runs with nobody to trace: all (zero) sources started. */
+	ck_assert(RUN_UNTIL(fx.e, fx.all_started, TIMEOUT_MS));
+
+	/* A producer registering now gets Setup and Start at once, before the
+	 * reply to a Sync sent right after the registration. */
+	fp_register(&f, true);
+	fp_invoke(&f, M_SYNC, &sy.base, on_sync_reply);
+	ck_assert_msg(RUN_UNTIL(fx.e, f.n_log >= 4, TIMEOUT_MS), "log %s", f.log);
+	ck_assert_str_eq(f.log, "TSsY");
+	ck_assert_uint_eq(f.page_kb, 4);
+	{
+		struct stat sb;
+
+		ck_assert_int_eq(fstat(f.smb_fd, &sb), 0);
+		ck_assert_int_eq(sb.st_size, 256 * 1024);
+	}
+	ck_assert_int_eq(svc_session_stop(fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
+	ck_assert_str_eq(f.log, "TSsYFP");
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
+START_TEST(test_duration_and_config_errors)
+{
+	struct fx fx;
+	struct fp f;
+	Perfetto__Protos__TraceConfig *cfg;
+	struct svc_session *bad = NULL;
+	struct svc_session_hooks h = { .done = on_done };
+	uint64_t t0;
+
+	fx_init(&fx, NULL);
+	cfg = make_config(0, 0);
+	/* target_buffer out of range is refused, like traced */
+	cfg->data_sources[0]->config->has_target_buffer = true;
+	cfg->data_sources[0]->config->target_buffer = 1;
+	ck_assert_int_eq(svc_session_start(fx.svc, cfg, fx.out_fd, &h, &fx, &bad), -EINVAL);
+	cfg->data_sources[0]->config->target_buffer = 0;
+	cfg->buffers[0]->size_kb = 0;
+	ck_assert_int_eq(svc_session_start(fx.svc, cfg, fx.out_fd, &h, &fx, &bad), -EINVAL);
+	cfg->buffers[0]->size_kb = 64;
+
+	fp_connect(&f, &fx, 8192, 128 * 1024);
+	fp_register(&f, false);
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME), TIMEOUT_MS));
+	cfg->has_duration_ms = true;
+	cfg->duration_ms = 200;
+	t0 = mono_ms();
+	ck_assert_int_eq(svc_session_start(fx.svc, cfg, fx.out_fd, &h, &fx, &fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
+	ck_assert_uint_ge(mono_ms() - t0, 200);
+	ck_assert_str_eq(f.log, "TSsFP");
+	ck_assert_uint_eq(f.page_kb, 8);
+	ck_assert_uint_eq(f.duration_ms, 200);
+	free_config(cfg);
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
+static Suite *service_suite(void)
+{
+	Suite *s = suite_create("service");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_session_roundtrip);
+	tcase_add_test(tc, test_reject_before_initialize);
+	tcase_add_test(tc, test_bad_commit_entries);
+	tcase_add_test(tc, test_flush_timeout);
+	tcase_add_test(tc, test_producer_disconnect);
+	tcase_add_test(tc, test_late_registration_and_sync);
+	tcase_add_test(tc, test_duration_and_config_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(service_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
