@@ -218,9 +218,6 @@ static int ingest(struct smb_reader *r, uint32_t target_buffer, struct smb_chunk
 		free(c);
 		return -EBADMSG;
 	}
-	r->stats.chunks_read++;
-	r->stats.bytes_read += chunk_len;
-
 	s = get_seq(r, writer_id, target_buffer);
 	if (!s) {
 		free(c);
@@ -281,6 +278,8 @@ static int ingest(struct smb_reader *r, uint32_t target_buffer, struct smb_chunk
 		r->age_head = c;
 	r->age_tail = c;
 	r->held_bytes += c->alloc_size;
+	r->stats.chunks_read++;
+	r->stats.bytes_read += chunk_len;
 	return 0;
 }
 

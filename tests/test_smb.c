@@ -1,0 +1,1678 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * SMB writer -> shared memory -> reader, end to end: byte-identical packets
+ * in order (single-threaded and with the reader in another thread), patches
+ * for nested messages that straddle chunks, a service that stops draining,
+ * a hostile service scribbling over the page words, and the reader's
+ * rejection of malformed chunks and packets.
+ */
+
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "protos/perfetto/trace/ftrace/ftrace_event.pb-c.h"
+#include "protos/perfetto/trace/ftrace/ftrace_event_bundle.pb-c.h"
+#include "protos/perfetto/trace/trace_packet.pb-c.h"
+#include "smb/smb.h"
+#include "util/util.h"
+
+#define KIB 1024u
+#define MIB (1024u * 1024u)
+#define TARGET_BUFFER 7
+
+/* ---- helpers ------------------------------------------------------------ */
+
+struct rng {
+	uint64_t s;
+};
+
+static uint64_t rng_next(struct rng *r)
+{
+	r->s ^= r->s >> 12;
+	r->s ^= r->s << 25;
+	r->s ^= r->s >> 27;
+	return r->s * 0x2545F4914F6CDD1Dull;
+}
+
+static void rng_fill(struct rng *r, uint8_t *p, size_t n)
+{
+	while (n >= 8) {
+		uint64_t v = rng_next(r);
+
+		memcpy(p, &v, 8);
+		p += 8;
+		n -= 8;
+	}
+	if (n) {
+		uint64_t v = rng_next(r);
+
+		memcpy(p, &v, n);
+	}
+}
+
+/* A memfd mapped twice: once by the producer (smb), once by the "service". */
+struct shm {
+	int fd;
+	size_t size;
+	size_t page_size;
+	uint8_t *svc;
+	struct smb *smb;
+};
+
+static void shm_setup(struct shm *m, size_t size, size_t page_size)
+{
+	m->fd = memfd_create("test-smb", MFD_CLOEXEC);
+	ck_assert_int_ge(m->fd, 0);
+	ck_assert_int_eq(ftruncate(m->fd, (off_t)size), 0);
+	m->size = size;
+	m->page_size = page_size;
+	m->svc = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
+	ck_assert_ptr_ne(m->svc, MAP_FAILED);
+	ck_assert_int_eq(smb_new_from_fd(m->fd, page_size, &m->smb), 0);
+	ck_assert_uint_eq(smb_size(m->smb), size);
+	ck_assert_uint_eq(smb_num_chunks(m->smb), size / page_size);
+}
+
+static void shm_teardown(struct shm *m)
+{
+	m->smb = smb_free(m->smb);
+	ck_assert_int_eq(munmap(m->svc, m->size), 0);
+	close(m->fd);
+}
+
+static struct smb_reader *reader_for(struct shm *m, size_t max_bytes)
+{
+	struct smb_reader *r;
+
+	ck_assert_int_eq(smb_reader_new(m->svc, m->size, m->page_size, max_bytes, &r), 0);
+	ck_assert_int_eq(smb_reader_allow_buffer(r, TARGET_BUFFER), 0);
+	return r;
+}
+
+static uint32_t page_word(const struct shm *m, size_t page)
+{
+	uint32_t v;
+
+	memcpy(&v, m->svc + page * m->page_size, 4);
+	return v;
+}
+
+static bool read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	for (unsigned k = 0; k < 10 && *i < len; k++) {
+		uint8_t b = p[(*i)++];
+
+		v |= (uint64_t)(b & 0x7f) << (7 * k);
+		if (!(b & 0x80)) {
+			*ret = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The fields the writer puts first: previous_packet_dropped (42), first_packet_on_sequence (87). */
+struct prefix {
+	size_t len;
+	bool has_dropped;
+	uint64_t dropped;
+	bool has_first;
+	uint64_t idx;             /* field 8, right after the prefix */
+	bool has_idx;
+};
+
+static struct prefix parse_prefix(const uint8_t *p, size_t len)
+{
+	struct prefix x = {};
+	size_t i = 0;
+	uint64_t tag, v;
+
+	for (;;) {
+		size_t at = i;
+
+		if (!read_varint(p, len, &i, &tag) || (tag & 7) != 0 || !read_varint(p, len, &i, &v))
+			return x;
+		if (tag >> 3 == 42) {
+			x.has_dropped = true;
+			x.dropped = v;
+		} else if (tag >> 3 == 87) {
+			x.has_first = true;
+		} else if (tag >> 3 == 8) {
+			x.len = at;
+			x.has_idx = true;
+			x.idx = v;
+			return x;
+		} else {
+			return x;
+		}
+	}
+}
+
+/* ---- the packet generator ------------------------------------------------ */
+
+enum profile {
+	PROFILE_MIXED,    /* mostly small, some up to 1 MiB */
+	PROFILE_MEDIUM,   /* 10 B .. 20 KiB */
+};
+
+/*
+ * Deterministic TracePacket content for (@seed, @idx).  Every nested message
+ * is longer than 127 bytes so its length is never compacted: the bytes do not
+ * depend on where chunk boundaries fall, and a flat re-encoding can be
+ * compared byte for byte.
+ */
+static void gen_packet(struct pbw *w, uint64_t seed, uint32_t idx, uint8_t *scratch,
+		       enum profile prof)
+{
+	struct rng r = { (seed + 1) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)idx + 7) * 0xD1B54A32D192ED03ull };
+	uint64_t start = pbw_position(w), cls, total;
+
+	(void)rng_next(&r);
+	pbw_varint(w, 8, idx);
+	cls = rng_next(&r) % 1000;
+	if (prof == PROFILE_MIXED) {
+		if (cls < 900)
+			total = rng_next(&r) % 257;
+		else if (cls < 997)
+			total = 256 + rng_next(&r) % (16 * KIB);
+		else
+			total = 16 * KIB + rng_next(&r) % (MIB - 16 * KIB);
+	} else {
+		total = 10 + rng_next(&r) % (20 * KIB);
+	}
+	if (total < 300) {
+		size_t n = total;
+
+		rng_fill(&r, scratch, n);
+		pbw_bytes(w, 1000, scratch, n);
+		return;
+	}
+	while (pbw_position(w) - start < total) {
+		size_t left = total - (size_t)(pbw_position(w) - start), n;
+
+		switch (rng_next(&r) % 5) {
+		case 0:
+			n = 1 + rng_next(&r) % MIN(left, (size_t)8192);
+			rng_fill(&r, scratch, n);
+			pbw_bytes(w, 1000, scratch, n);
+			break;
+		case 1:
+			pbw_begin_nested(w, 2000);
+			for (uint64_t k = 1 + rng_next(&r) % 3; k > 0; k--) {
+				n = 128 + rng_next(&r) % 4096;
+				rng_fill(&r, scratch, n);
+				pbw_bytes(w, 1, scratch, n);
+			}
+			pbw_begin_nested(w, 2001);
+			n = 200 + rng_next(&r) % 3000;
+			rng_fill(&r, scratch, n);
+			pbw_bytes(w, 2, scratch, n);
+			pbw_varint(w, 3, rng_next(&r));
+			pbw_end_nested(w);
+			pbw_end_nested(w);
+			break;
+		case 2:
+			pbw_begin_nested(w, 2002);
+			for (uint64_t k = 64 + rng_next(&r) % 512; k > 0; k--)
+				pbw_append_varint(w, (1u << 14) + rng_next(&r) % (1ull << 40));
+			pbw_end_nested(w);
+			break;
+		case 3:
+			for (int k = 0; k < 50; k++)
+				pbw_varint(w, 3000, rng_next(&r));
+			break;
+		default:
+			/* one long two-level message: its lengths end up in patches */
+			pbw_begin_nested(w, 2003);
+			pbw_varint(w, 1, idx);
+			pbw_begin_nested(w, 2004);
+			n = 200 + rng_next(&r) % MIN(left + 1, (size_t)(64 * KIB));
+			rng_fill(&r, scratch, n);
+			pbw_bytes(w, 5, scratch, n);
+			pbw_end_nested(w);
+			pbw_fixed64(w, 2, rng_next(&r));
+			pbw_end_nested(w);
+			break;
+		}
+	}
+}
+
+/* ---- checking what the reader delivers ------------------------------------ */
+
+struct checker {
+	uint64_t seed;
+	enum profile prof;
+	uint32_t next_idx;
+	uint32_t n_expected;
+	uint8_t *flat;
+	size_t flat_cap;
+	uint8_t *scratch;
+	uint64_t delivered;
+	uint32_t sequence_id;
+	bool failed;
+	char why[256];
+};
+
+static void checker_init(struct checker *c, uint64_t seed, enum profile prof, uint32_t n)
+{
+	*c = (struct checker){ .seed = seed, .prof = prof, .n_expected = n };
+	c->flat_cap = 2 * MIB;
+	c->flat = malloc(c->flat_cap);
+	c->scratch = malloc(MIB);
+	ck_assert_ptr_nonnull(c->flat);
+	ck_assert_ptr_nonnull(c->scratch);
+}
+
+static void checker_done(struct checker *c)
+{
+	free(c->flat);
+	free(c->scratch);
+}
+
+#define CHECK_FAIL(c, ...)                                                   \
+	do {                                                                 \
+		if (!(c)->failed)                                            \
+			snprintf((c)->why, sizeof((c)->why), __VA_ARGS__);   \
+		(c)->failed = true;                                          \
+		return -EBADMSG;                                             \
+	} while (0)
+
+/* In order, nothing lost, byte-identical to a flat re-encoding. */
+static int check_in_order(const struct smb_packet *p, void *userdata)
+{
+	struct checker *c = userdata;
+	struct prefix x = parse_prefix(p->data, p->len);
+	struct pbw w;
+	size_t n;
+
+	if (c->failed)
+		return -EBADMSG;
+	if (!x.has_idx || x.idx != c->next_idx)
+		CHECK_FAIL(c, "packet %u: got idx %llu (has %d)", c->next_idx,
+			   (unsigned long long)x.idx, x.has_idx);
+	if (x.has_first != (c->next_idx == 0) || x.has_dropped)
+		CHECK_FAIL(c, "packet %u: unexpected prefix (first %d dropped %d)", c->next_idx,
+			   x.has_first, x.has_dropped);
+	if (p->previous_packet_dropped != (c->next_idx == 0 ? SMB_DATA_LOSS_PRESENT : 0))
+		CHECK_FAIL(c, "packet %u: previous_packet_dropped %u", c->next_idx,
+			   p->previous_packet_dropped);
+	if (p->writer_id != 1 || p->target_buffer != TARGET_BUFFER || p->sequence_id != c->sequence_id)
+		CHECK_FAIL(c, "packet %u: bad writer/buffer/sequence %u/%u/%u", c->next_idx,
+			   p->writer_id, p->target_buffer, p->sequence_id);
+
+	pbw_init(&w, c->flat, c->flat_cap, NULL, NULL);
+	gen_packet(&w, c->seed, c->next_idx, c->scratch, c->prof);
+	if (pbw_overflowed(&w))
+		CHECK_FAIL(c, "flat buffer too small");
+	n = (size_t)pbw_position(&w);
+	if (p->len - x.len != n || memcmp(p->data + x.len, c->flat, n) != 0) {
+		size_t at = 0;
+
+		while (at < n && at < p->len - x.len && p->data[x.len + at] == c->flat[at])
+			at++;
+		CHECK_FAIL(c, "packet %u: content differs (len %zu vs %zu) at %zu: %02x%02x%02x%02x%02x vs %02x%02x%02x%02x%02x",
+			   c->next_idx, p->len - x.len, n, at, p->data[x.len + at], p->data[x.len + at + 1],
+			   p->data[x.len + at + 2], p->data[x.len + at + 3], p->data[x.len + at + 4],
+			   c->flat[at], c->flat[at + 1], c->flat[at + 2], c->flat[at + 3], c->flat[at + 4]);
+	}
+	c->next_idx++;
+	c->delivered++;
+	return 0;
+}
+
+/* ---- (1) single-threaded round trip ------------------------------------ */
+
+struct direct {
+	struct shm *m;
+	struct smb_reader *r;
+	struct checker *c;
+	bool final;
+	uint64_t hooks;
+};
+
+static void direct_drain(struct direct *d)
+{
+	struct smb_commit cm;
+
+	if (smb_take_commit(d->m->smb, &cm)) {
+		for (size_t i = 0; i < cm.n_moves; i++)
+			ck_assert_int_eq(smb_reader_move(d->r, &cm.moves[i]), 0);
+		for (size_t i = 0; i < cm.n_patches; i++)
+			ck_assert_int_eq(smb_reader_patch(d->r, &cm.patches[i]), 0);
+	}
+	ck_assert_msg(smb_reader_read_packets(d->r, d->final, check_in_order, d->c) >= 0, "%s",
+		      d->c->why);
+}
+
+static void direct_hook(void *userdata)
+{
+	struct direct *d = userdata;
+
+	d->hooks++;
+	direct_drain(d);
+}
+
+static void roundtrip(size_t size, size_t page_size, uint32_t n, uint64_t seed)
+{
+	struct shm m;
+	struct checker c;
+	struct direct d;
+	struct smb_writer *w;
+	struct smb_writer_stats ws;
+	struct smb_reader_stats rs;
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+	/* the hook runs the checker in the middle of a write: it needs its own scratch */
+	_cleanup_free_ uint8_t *scratch = malloc(MIB);
+
+	shm_setup(&m, size, page_size);
+	checker_init(&c, seed, PROFILE_MIXED, n);
+	c.sequence_id = 1;
+	d = (struct direct){ .m = &m, .r = reader_for(&m, 64 * MIB), .c = &c };
+	smb_set_commit_hook(m.smb, direct_hook, &d);
+	ck_assert_int_eq(smb_writer_new(m.smb, 1, TARGET_BUFFER, &w), 0);
+
+	for (uint32_t i = 0; i < n && !c.failed; i++) {
+		struct pbw *p = smb_writer_begin_packet(w);
+
+		gen_packet(p, seed, i, scratch, PROFILE_MIXED);
+		ck_assert_int_eq(smb_writer_end_packet(w), 0);
+		if (i % 1000 == 999)
+			direct_drain(&d);
+	}
+	smb_writer_flush(w);
+	d.final = true;
+	direct_drain(&d);
+	ck_assert_msg(!c.failed, "%s", c.why);
+	ck_assert_uint_eq(c.delivered, n);
+
+	smb_writer_get_stats(w, &ws);
+	smb_reader_get_stats(d.r, &rs);
+	ck_assert_uint_eq(ws.packets_written, n);
+	ck_assert_uint_eq(ws.packets_dropped, 0);
+	ck_assert_uint_gt(ws.patches, 0);
+	ck_assert_uint_gt(d.hooks, 0);
+	ck_assert_uint_eq(rs.chunks_read, ws.chunks_acquired);
+	ck_assert_uint_eq(rs.packets_delivered, n);
+	ck_assert_uint_eq(rs.patches_applied, ws.patches);
+	ck_assert_uint_eq(rs.patches_failed + rs.abi_violations + rs.packets_lost +
+				  rs.packets_invalid + rs.producer_dropped + rs.chunks_evicted +
+				  rs.chunks_discarded,
+			  0);
+	/* every page went back to free once the service read it */
+	for (size_t i = 0; i < size / page_size; i++)
+		ck_assert_uint_eq(page_word(&m, i), 0);
+	printf("roundtrip %zu KiB pages: %u packets, %llu bytes, %llu chunks, %llu patches, %.2f s\n",
+	       page_size / KIB, n, (unsigned long long)ws.bytes_written,
+	       (unsigned long long)ws.chunks_acquired, (unsigned long long)ws.patches,
+	       (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+
+	w = smb_writer_free(w);
+	d.r = smb_reader_free(d.r);
+	checker_done(&c);
+	shm_teardown(&m);
+}
+
+START_TEST(test_roundtrip_32k_pages)
+{
+	roundtrip(2 * MIB, 32 * KIB, 100000, 1);
+}
+END_TEST
+
+START_TEST(test_roundtrip_4k_pages)
+{
+	roundtrip(2 * MIB, 4 * KIB, 100000, 2);
+}
+END_TEST
+
+/* ---- (2) the reader in another thread ----------------------------------- */
+
+struct commit_msg {
+	struct commit_msg *next;
+	struct smb_chunk_move *moves;
+	size_t n_moves;
+	struct smb_patch *patches;
+	size_t n_patches;
+	bool end;
+};
+
+struct queue {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct commit_msg *head, *tail;
+	size_t inflight;          /* chunks named but not yet moved */
+	uint64_t pushed, processed;
+	struct shm *m;
+	struct smb_reader *r;
+	struct checker *c;
+	int move_errors;
+};
+
+static void queue_push_msg(struct queue *q, struct commit_msg *msg)
+{
+	pthread_mutex_lock(&q->mu);
+	if (q->tail)
+		q->tail->next = msg;
+	else
+		q->head = msg;
+	q->tail = msg;
+	q->inflight += msg->n_moves;
+	q->pushed++;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+}
+
+static void queue_push_commit(struct queue *q)
+{
+	struct smb_commit cm;
+	struct commit_msg *msg;
+
+	if (!smb_take_commit(q->m->smb, &cm))
+		return;
+	msg = calloc(1, sizeof(*msg));
+	ck_assert_ptr_nonnull(msg);
+	msg->moves = malloc((cm.n_moves + 1) * sizeof(*msg->moves));
+	msg->patches = malloc((cm.n_patches + 1) * sizeof(*msg->patches));
+	ck_assert_ptr_nonnull(msg->moves);
+	ck_assert_ptr_nonnull(msg->patches);
+	memcpy(msg->moves, cm.moves, cm.n_moves * sizeof(*msg->moves));
+	memcpy(msg->patches, cm.patches, cm.n_patches * sizeof(*msg->patches));
+	msg->n_moves = cm.n_moves;
+	msg->n_patches = cm.n_patches;
+	queue_push_msg(q, msg);
+}
+
+static void queue_wait(struct queue *q, size_t max_inflight, bool all)
+{
+	pthread_mutex_lock(&q->mu);
+	while (q->inflight > max_inflight || (all && q->processed < q->pushed))
+		pthread_cond_wait(&q->cv, &q->mu);
+	pthread_mutex_unlock(&q->mu);
+}
+
+static void *reader_thread(void *userdata)
+{
+	struct queue *q = userdata;
+
+	for (;;) {
+		struct commit_msg *msg;
+		bool end;
+
+		pthread_mutex_lock(&q->mu);
+		while (!q->head)
+			pthread_cond_wait(&q->cv, &q->mu);
+		msg = q->head;
+		q->head = msg->next;
+		if (!q->head)
+			q->tail = NULL;
+		pthread_mutex_unlock(&q->mu);
+
+		for (size_t i = 0; i < msg->n_moves; i++)
+			if (smb_reader_move(q->r, &msg->moves[i]) < 0)
+				q->move_errors++;
+		for (size_t i = 0; i < msg->n_patches; i++)
+			if (smb_reader_patch(q->r, &msg->patches[i]) < 0)
+				q->move_errors++;
+		end = msg->end;
+		(void)smb_reader_read_packets(q->r, end, check_in_order, q->c);
+
+		pthread_mutex_lock(&q->mu);
+		q->inflight -= msg->n_moves;
+		q->processed++;
+		pthread_cond_broadcast(&q->cv);
+		pthread_mutex_unlock(&q->mu);
+		free(msg->moves);
+		free(msg->patches);
+		free(msg);
+		if (end)
+			return NULL;
+	}
+}
+
+/* Inside a chunk switch: hand the batch over and wait until it is read. */
+static void threaded_hook(void *userdata)
+{
+	struct queue *q = userdata;
+
+	queue_push_commit(q);
+	queue_wait(q, 0, true);
+}
+
+static void roundtrip_threaded(size_t page_size, uint32_t n, uint64_t seed)
+{
+	struct shm m;
+	struct checker c;
+	struct queue q = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	struct smb_writer *w;
+	struct smb_writer_stats ws;
+	struct smb_reader_stats rs;
+	struct commit_msg *end;
+	pthread_t t;
+	size_t quarter;
+	/* the writer must not share the checker's scratch with the reader thread */
+	_cleanup_free_ uint8_t *scratch = malloc(MIB);
+
+	shm_setup(&m, 2 * MIB, page_size);
+	quarter = smb_num_chunks(m.smb) / 4;
+	checker_init(&c, seed, PROFILE_MIXED, n);
+	c.sequence_id = 1;
+	q.m = &m;
+	q.r = reader_for(&m, 64 * MIB);
+	q.c = &c;
+	smb_set_commit_hook(m.smb, threaded_hook, &q);
+	ck_assert_int_eq(smb_writer_new(m.smb, 1, TARGET_BUFFER, &w), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, reader_thread, &q), 0);
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct pbw *p = smb_writer_begin_packet(w);
+
+		gen_packet(p, seed, i, scratch, PROFILE_MIXED);
+		ck_assert_int_eq(smb_writer_end_packet(w), 0);
+		/*
+		 * Back-pressure lives in the test, not in the writer: keep what
+		 * the reader has not moved yet under a quarter of the buffer, so
+		 * with the hook at half the writer never runs out.
+		 */
+		if (smb_pending_moves(m.smb) > 0) {
+			queue_push_commit(&q);
+			queue_wait(&q, quarter, false);
+		}
+	}
+	smb_writer_flush(w);
+	queue_push_commit(&q);
+	end = calloc(1, sizeof(*end));
+	ck_assert_ptr_nonnull(end);
+	end->end = true;
+	queue_push_msg(&q, end);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+
+	ck_assert_msg(!c.failed, "%s", c.why);
+	ck_assert_int_eq(q.move_errors, 0);
+	ck_assert_uint_eq(c.delivered, n);
+	smb_writer_get_stats(w, &ws);
+	smb_reader_get_stats(q.r, &rs);
+	ck_assert_uint_eq(ws.packets_dropped, 0);
+	ck_assert_uint_gt(ws.patches, 0);
+	ck_assert_uint_eq(rs.patches_applied, ws.patches);
+	ck_assert_uint_eq(rs.chunks_read, ws.chunks_acquired);
+	ck_assert_uint_eq(rs.abi_violations + rs.packets_lost + rs.packets_invalid, 0);
+
+	w = smb_writer_free(w);
+	q.r = smb_reader_free(q.r);
+	checker_done(&c);
+	shm_teardown(&m);
+}
+
+START_TEST(test_roundtrip_threaded)
+{
+	roundtrip_threaded(32 * KIB, 100000, 3);
+}
+END_TEST
+
+START_TEST(test_roundtrip_threaded_4k)
+{
+	roundtrip_threaded(4 * KIB, 30000, 4);
+}
+END_TEST
+
+/* ---- (3) a service that stops draining ------------------------------------ */
+
+struct lossy_check {
+	uint32_t *got;
+	size_t n_got;
+	bool *has_dropped_field;
+	uint32_t *reader_flag;
+	uint32_t *dropped_value;
+	bool bad;
+};
+
+static int collect(const struct smb_packet *p, void *userdata)
+{
+	struct lossy_check *l = userdata;
+	struct prefix x = parse_prefix(p->data, p->len);
+
+	if (!x.has_idx) {
+		l->bad = true;
+		return 0;
+	}
+	l->got[l->n_got] = (uint32_t)x.idx;
+	l->has_dropped_field[l->n_got] = x.has_dropped;
+	l->dropped_value[l->n_got] = (uint32_t)x.dropped;
+	l->reader_flag[l->n_got] = p->previous_packet_dropped;
+	l->n_got++;
+	return 0;
+}
+
+static void drain_all(struct shm *m, struct smb_reader *r, struct lossy_check *l, bool final)
+{
+	struct smb_commit cm;
+
+	if (smb_take_commit(m->smb, &cm)) {
+		for (size_t i = 0; i < cm.n_moves; i++)
+			ck_assert_int_eq(smb_reader_move(r, &cm.moves[i]), 0);
+		for (size_t i = 0; i < cm.n_patches; i++)
+			(void)smb_reader_patch(r, &cm.patches[i]);
+	}
+	ck_assert_int_ge(smb_reader_read_packets(r, final, collect, l), 0);
+}
+
+START_TEST(test_reader_stops_draining)
+{
+	const uint32_t n = 6000;
+	struct shm m;
+	struct smb_reader *r;
+	struct smb_writer *w;
+	struct smb_writer_stats ws;
+	struct smb_reader_stats rs;
+	struct lossy_check l = {};
+	_cleanup_free_ bool *dropped = calloc(n, sizeof(bool));
+	_cleanup_free_ uint8_t *scratch = malloc(MIB);
+	uint32_t n_dropped = 0, stalls = 0;
+	uint64_t t0;
+
+	l.got = calloc(n, sizeof(*l.got));
+	l.has_dropped_field = calloc(n, sizeof(bool));
+	l.reader_flag = calloc(n, sizeof(uint32_t));
+	l.dropped_value = calloc(n, sizeof(uint32_t));
+	ck_assert(dropped && scratch && l.got && l.has_dropped_field && l.reader_flag && l.dropped_value);
+
+	shm_setup(&m, 256 * KIB, 4 * KIB);
+	r = reader_for(&m, 64 * MIB);
+	ck_assert_int_eq(smb_writer_new(m.smb, 1, TARGET_BUFFER, &w), 0);
+
+	/*
+	 * Phases of 500 packets: the service drains after every packet in even
+	 * phases and not at all in odd ones, so the buffer fills up and stays full.
+	 */
+	t0 = now_ns(CLOCK_MONOTONIC);
+	for (uint32_t i = 0; i < n; i++) {
+		bool draining = (i / 500) % 2 == 0;
+		struct pbw *p = smb_writer_begin_packet(w);
+		int k;
+
+		gen_packet(p, 11, i, scratch, PROFILE_MEDIUM);
+		k = smb_writer_end_packet(w);
+		ck_assert(k == 0 || k == -ENOSPC);
+		if (k < 0) {
+			dropped[i] = true;
+			n_dropped++;
+			if (i == 0 || !dropped[i - 1])
+				stalls++;
+		}
+		if (draining)
+			drain_all(&m, r, &l, false);
+	}
+	/* never blocked: 6000 packets with the buffer full half the time */
+	ck_assert_uint_lt(now_ns(CLOCK_MONOTONIC) - t0, 20ull * 1000 * 1000 * 1000);
+	smb_writer_flush(w);
+	drain_all(&m, r, &l, true);
+
+	smb_writer_get_stats(w, &ws);
+	smb_reader_get_stats(r, &rs);
+	ck_assert(!l.bad);
+	ck_assert_uint_ge(stalls, 3);
+	ck_assert_uint_eq(ws.packets_dropped, n_dropped);
+	ck_assert_uint_eq(ws.packets_written, n - n_dropped);
+	/* every written packet arrives, in order, and nothing else */
+	ck_assert_uint_eq(l.n_got, n - n_dropped);
+	/* the in-flight fragment of a packet was abandoned at least once */
+	ck_assert_uint_gt(rs.producer_dropped, 0);
+	ck_assert_uint_eq(rs.abi_violations + rs.packets_invalid, 0);
+
+	for (size_t j = 0, i = 0; j < l.n_got; j++, i++) {
+		bool gap = false;
+
+		while (i < n && dropped[i]) {
+			gap = true;
+			i++;
+		}
+		ck_assert_uint_lt(i, n);
+		ck_assert_uint_eq(l.got[j], i);
+		/* the writer marks exactly the first packet after lost ones ... */
+		ck_assert_msg(l.has_dropped_field[j] == gap, "packet %u: field 42 %d, gap %d",
+			      l.got[j], l.has_dropped_field[j], gap);
+		if (gap)
+			ck_assert_uint_eq(l.dropped_value[j], SMB_DATA_LOSS_PRESENT | SMB_DATA_LOSS_SMB_FULL);
+		/* ... and the reader only flags the sequence start and real losses */
+		if (l.reader_flag[j])
+			ck_assert(j == 0 || gap);
+		else
+			ck_assert(j != 0);
+	}
+
+	w = smb_writer_free(w);
+	r = smb_reader_free(r);
+	free(l.got);
+	free(l.has_dropped_field);
+	free(l.reader_flag);
+	free(l.dropped_value);
+	shm_teardown(&m);
+}
+END_TEST
+
+/* ---- (4) a hostile service ---------------------------------------------- */
+
+struct guarded {
+	uint8_t *map;
+	size_t map_len;
+	uint8_t *base;
+	size_t size;
+};
+
+/* The SMB between two PROT_NONE pages: any write out of bounds faults. */
+static void guarded_setup(struct guarded *g, size_t size)
+{
+	g->map_len = size + 2 * 4096;
+	g->map = mmap(NULL, g->map_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(g->map, MAP_FAILED);
+	g->base = g->map + 4096;
+	g->size = size;
+	ck_assert_int_eq(mprotect(g->base, size, PROT_READ | PROT_WRITE), 0);
+}
+
+START_TEST(test_hostile_page_words)
+{
+	static const uint32_t words[] = {
+		0xFFFFFFFFu,          /* everything set */
+		0x50000000u,          /* Div14, all chunks free: not a layout we use */
+		0x10000002u,          /* Div1, chunk being read */
+		0x10000001u,          /* Div1, chunk being written (by "someone") */
+		0x60000000u,          /* reserved layout */
+		0x1FFFFFFCu,          /* Div1 with junk in the other chunk bits, chunk 0 free */
+	};
+	const size_t size = 64 * KIB, page = 4 * KIB;
+	struct guarded g;
+	struct smb *smb;
+	struct smb_writer *w;
+	struct smb_writer_stats ws;
+	_cleanup_free_ uint8_t *scratch = malloc(MIB);
+	uint64_t t0;
+
+	guarded_setup(&g, size);
+	for (size_t i = 0; i < size / page; i++)
+		memcpy(g.base + i * page, &words[i % (ARRAY_SIZE(words) - 1)], 4);
+	ck_assert_int_eq(smb_new(g.base, size, page, &smb), 0);
+	ck_assert_int_eq(smb_writer_new(smb, 3, TARGET_BUFFER, &w), 0);
+
+	t0 = now_ns(CLOCK_MONOTONIC);
+	for (uint32_t i = 0; i < 2000; i++) {
+		struct pbw *p = smb_writer_begin_packet(w);
+
+		gen_packet(p, 5, i, scratch, PROFILE_MEDIUM);
+		ck_assert_int_eq(smb_writer_end_packet(w), -ENOSPC);
+	}
+	smb_writer_get_stats(w, &ws);
+	ck_assert_uint_eq(ws.packets_dropped, 2000);
+	ck_assert_uint_eq(ws.chunks_acquired, 0);
+	/* nothing was taken over: the words are as the "service" left them */
+	for (size_t i = 0; i < size / page; i++) {
+		uint32_t v;
+
+		memcpy(&v, g.base + i * page, 4);
+		ck_assert_uint_eq(v, words[i % (ARRAY_SIZE(words) - 1)]);
+	}
+
+	/* a page with junk around a free Div1 chunk is usable: chunk 0 bits are what count */
+	memcpy(g.base, &words[5], 4);
+	(void)smb_writer_begin_packet(w);
+	ck_assert_int_eq(smb_writer_end_packet(w), 0);
+	smb_writer_get_stats(w, &ws);
+	ck_assert_uint_eq(ws.chunks_acquired, 1);
+	ck_assert_uint_lt(now_ns(CLOCK_MONOTONIC) - t0, 10ull * 1000 * 1000 * 1000);
+
+	w = smb_writer_free(w);
+	smb = smb_free(smb);
+	ck_assert_int_eq(munmap(g.map, g.map_len), 0);
+}
+END_TEST
+
+struct chaos {
+	struct guarded *g;
+	size_t page_size;
+	_Atomic bool stop;
+	uint64_t writes;
+};
+
+/* Flip page words and chunk headers at random, as fast as possible. */
+static void *chaos_thread(void *userdata)
+{
+	struct chaos *c = userdata;
+	struct rng r = { 0x1234567 };
+	size_t pages = c->g->size / c->page_size;
+
+	while (!atomic_load(&c->stop)) {
+		uint64_t v = rng_next(&r);
+		uint8_t *page = c->g->base + (v % pages) * c->page_size;
+		uint32_t word;
+
+		switch ((v >> 20) % 4) {
+		case 0:
+			word = (uint32_t)(v >> 32);
+			break;
+		case 1:
+			word = 0; /* "free" a page under the writer */
+			break;
+		case 2:
+			word = 0x10000000u | (uint32_t)((v >> 32) & 3);
+			break;
+		default:
+			/* scribble over the chunk header the writer may be using */
+			memcpy(page + 8 + (v >> 40) % 8, &v, 1);
+			continue;
+		}
+		__atomic_store_n((uint32_t *)page, word, __ATOMIC_RELEASE);
+		c->writes++;
+	}
+	return NULL;
+}
+
+START_TEST(test_hostile_concurrent)
+{
+	const size_t size = 256 * KIB, page = 4 * KIB;
+	struct guarded g;
+	struct chaos ch = { .g = &g, .page_size = page };
+	struct smb *smb;
+	struct smb_writer *w[2];
+	struct smb_writer_stats ws;
+	struct smb_commit cm;
+	_cleanup_free_ uint8_t *scratch = malloc(MIB);
+	pthread_t t;
+	uint64_t t0, total = 0;
+
+	guarded_setup(&g, size);
+	ck_assert_int_eq(smb_new(g.base, size, page, &smb), 0);
+	ck_assert_int_eq(smb_writer_new(smb, 1, TARGET_BUFFER, &w[0]), 0);
+	ck_assert_int_eq(smb_writer_new(smb, 2, TARGET_BUFFER, &w[1]), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, chaos_thread, &ch), 0);
+
+	t0 = now_ns(CLOCK_MONOTONIC);
+	for (uint32_t i = 0; i < 20000; i++) {
+		struct smb_writer *cur = w[i % 2];
+		struct pbw *p = smb_writer_begin_packet(cur);
+		int k;
+
+		gen_packet(p, 9, i, scratch, PROFILE_MEDIUM);
+		k = smb_writer_end_packet(cur);
+		ck_assert(k == 0 || k == -ENOSPC);
+		if (i % 16 == 0)
+			(void)smb_take_commit(smb, &cm);
+	}
+	atomic_store(&ch.stop, true);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_uint_lt(now_ns(CLOCK_MONOTONIC) - t0, 30ull * 1000 * 1000 * 1000);
+	ck_assert_uint_gt(ch.writes, 0);
+
+	for (int k = 0; k < 2; k++) {
+		smb_writer_get_stats(w[k], &ws);
+		total += ws.packets_written + ws.packets_dropped;
+	}
+	ck_assert_uint_eq(total, 20000);
+	/* the moves named are real chunk positions */
+	(void)smb_take_commit(smb, &cm);
+	for (size_t i = 0; i < cm.n_moves; i++) {
+		ck_assert_uint_lt(cm.moves[i].page, size / page);
+		ck_assert_uint_eq(cm.moves[i].chunk, 0);
+	}
+	w[0] = smb_writer_free(w[0]);
+	w[1] = smb_writer_free(w[1]);
+	smb = smb_free(smb);
+	ck_assert_int_eq(munmap(g.map, g.map_len), 0);
+}
+END_TEST
+
+/* ---- ABI bytes ------------------------------------------------------------ */
+
+START_TEST(test_chunk_header_bytes)
+{
+	struct shm m;
+	struct smb_writer *w;
+	struct smb_commit cm;
+	_cleanup_free_ uint8_t *blob = malloc(10000);
+	const uint8_t *c0, *c1, *c2;
+	struct pbw *p;
+
+	ck_assert_ptr_nonnull(blob);
+	memset(blob, 0xab, 10000);
+	shm_setup(&m, 64 * KIB, 4 * KIB);
+	ck_assert_int_eq(smb_writer_new(m.smb, 0x1234, TARGET_BUFFER, &w), 0);
+	ck_assert_int_eq(smb_writer_new(m.smb, 0x1234, TARGET_BUFFER, &(struct smb_writer *){ NULL }),
+			 -EEXIST);
+	ck_assert_int_eq(smb_writer_new(m.smb, 0, TARGET_BUFFER, &(struct smb_writer *){ NULL }),
+			 -EINVAL);
+	ck_assert_int_eq(smb_writer_new(m.smb, 32768, TARGET_BUFFER, &(struct smb_writer *){ NULL }),
+			 -EINVAL);
+
+	p = smb_writer_begin_packet(w);
+	pbw_bytes(p, 1000, blob, 10000);
+	ck_assert_int_eq(smb_writer_end_packet(w), 0);
+	p = smb_writer_begin_packet(w);
+	pbw_varint(p, 8, 5);
+	ck_assert_int_eq(smb_writer_end_packet(w), 0);
+	smb_writer_flush(w);
+	ck_assert(smb_take_commit(m.smb, &cm));
+	ck_assert_uint_eq(cm.n_moves, 3);
+	ck_assert_uint_eq(cm.n_patches, 0);
+	for (size_t i = 0; i < 3; i++) {
+		ck_assert_uint_eq(cm.moves[i].page, i);
+		ck_assert_uint_eq(cm.moves[i].chunk, 0);
+		ck_assert_uint_eq(cm.moves[i].target_buffer, TARGET_BUFFER);
+		/* Div1, chunk 0 Complete */
+		ck_assert_uint_eq(page_word(&m, i), 0x10000003u);
+	}
+	c0 = m.svc + 8;
+	c1 = m.svc + 4 * KIB + 8;
+	c2 = m.svc + 8 * KIB + 8;
+	{
+		/* chunk 0: id 0, writer 0x1234, count 1, LastContinuesOnNext (bit 11) */
+		const uint8_t h0[] = { 0, 0, 0, 0, 0x34, 0x12, 0x01, 0x08 };
+		/* chunk 1: id 1, count 1, both continuation flags */
+		const uint8_t h1[] = { 1, 0, 0, 0, 0x34, 0x12, 0x01, 0x0c };
+		/* chunk 2: id 2, count 2: the rest of packet 1, then packet 2 */
+		const uint8_t h2[] = { 2, 0, 0, 0, 0x34, 0x12, 0x02, 0x04 };
+		/* first fragment: 4088 - 8 - 4 = 4076 bytes, redundant varint; B8 05 01 first */
+		const uint8_t f0[] = { 0xec, 0x9f, 0x80, 0x00, 0xb8, 0x05, 0x01, 0xc2, 0x3e, 0x90, 0x4e };
+
+		ck_assert(memcmp(c0, h0, 8) == 0);
+		ck_assert(memcmp(c1, h1, 8) == 0);
+		ck_assert(memcmp(c2, h2, 8) == 0);
+		ck_assert(memcmp(c0 + 8, f0, sizeof(f0)) == 0);
+	}
+	{
+		/* chunk 2: last fragment of packet 1, then a 2-byte packet compacted to a 1-byte prefix */
+		uint32_t first = 3 + 2 + 2 + 10000 - 4076 - 4076;
+		const uint8_t *f = c2 + 8;
+
+		ck_assert_uint_eq(f[0], (first & 0x7f) | 0x80);
+		ck_assert_uint_eq(f[1], ((first >> 7) & 0x7f) | 0x80);
+		ck_assert_uint_eq(f[2], 0x80);
+		ck_assert_uint_eq(f[3], 0x00);
+		ck_assert_uint_eq(f[4 + first], 0x02);
+		ck_assert_uint_eq(f[5 + first], 0x40);
+		ck_assert_uint_eq(f[6 + first], 0x05);
+	}
+	w = smb_writer_free(w);
+	shm_teardown(&m);
+}
+END_TEST
+
+struct copy {
+	uint8_t *data;
+	size_t len;
+	int n;
+};
+
+static int copy_cb(const struct smb_packet *pk, void *userdata)
+{
+	struct copy *g = userdata;
+
+	free(g->data);
+	g->data = malloc(pk->len);
+	ck_assert_ptr_nonnull(g->data);
+	memcpy(g->data, pk->data, pk->len);
+	g->len = pk->len;
+	g->n++;
+	return 0;
+}
+
+/* Small nested messages cut by chunk boundaries still decode (protobuf-c). */
+START_TEST(test_small_nested_across_chunks)
+{
+	struct shm m;
+	struct smb_reader *r;
+	struct smb_writer *w;
+	struct smb_commit cm;
+	struct smb_writer_stats ws;
+	struct pbw *p;
+	struct copy got = {};
+	const unsigned n_events = 3000;
+
+	shm_setup(&m, 512 * KIB, 4 * KIB);
+	r = reader_for(&m, 16 * MIB);
+	ck_assert_int_eq(smb_writer_new(m.smb, 1, TARGET_BUFFER, &w), 0);
+	p = smb_writer_begin_packet(w);
+	pbw_begin_nested(p, 1); /* ftrace_events */
+	pbw_varint(p, 1, 2);    /* cpu */
+	for (unsigned i = 0; i < n_events; i++) {
+		pbw_begin_nested(p, 2); /* event */
+		pbw_varint(p, 1, 1000000000ull + i);
+		pbw_varint(p, 2, i);
+		pbw_begin_nested(p, 4); /* sched_switch */
+		pbw_string(p, 1, "prev");
+		pbw_int(p, 2, (int64_t)i);
+		pbw_string(p, 5, "next-comm");
+		pbw_int(p, 6, (int64_t)i + 1);
+		pbw_end_nested(p);
+		pbw_end_nested(p);
+	}
+	pbw_end_nested(p);
+	ck_assert_int_eq(smb_writer_end_packet(w), 0);
+	smb_writer_flush(w);
+	smb_writer_get_stats(w, &ws);
+	ck_assert_uint_gt(ws.chunks_acquired, 20);
+	ck_assert_uint_gt(ws.patches, 10); /* the bundle and the events that were cut */
+
+	ck_assert(smb_take_commit(m.smb, &cm));
+	for (size_t i = 0; i < cm.n_moves; i++)
+		ck_assert_int_eq(smb_reader_move(r, &cm.moves[i]), 0);
+	/* before the patches nothing can be read: the first chunk waits for them */
+	ck_assert_int_eq(smb_reader_read_packets(r, false, collect, &(struct lossy_check){}), 0);
+	for (size_t i = 0; i < cm.n_patches; i++)
+		ck_assert_int_eq(smb_reader_patch(r, &cm.patches[i]), 0);
+	ck_assert_int_eq(smb_reader_read_packets(r, true, copy_cb, &got), 1);
+	{
+		Perfetto__Protos__TracePacket *tp =
+			perfetto__protos__trace_packet__unpack(NULL, got.len, got.data);
+
+		ck_assert_ptr_nonnull(tp);
+		ck_assert(tp->first_packet_on_sequence);
+		ck_assert_int_eq(tp->data_case, PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS);
+		ck_assert_uint_eq(tp->ftrace_events->cpu, 2);
+		ck_assert_uint_eq(tp->ftrace_events->n_event, n_events);
+		for (unsigned i = 0; i < n_events; i++) {
+			Perfetto__Protos__FtraceEvent *e = tp->ftrace_events->event[i];
+
+			ck_assert_uint_eq(e->timestamp, 1000000000ull + i);
+			ck_assert_uint_eq(e->pid, i);
+			ck_assert_int_eq(e->event_case, PERFETTO__PROTOS__FTRACE_EVENT__EVENT_SCHED_SWITCH);
+			ck_assert_str_eq(e->sched_switch->prev_comm, "prev");
+			ck_assert_int_eq(e->sched_switch->prev_pid, (int)i);
+			ck_assert_str_eq(e->sched_switch->next_comm, "next-comm");
+			ck_assert_int_eq(e->sched_switch->next_pid, (int)i + 1);
+		}
+		perfetto__protos__trace_packet__free_unpacked(tp, NULL);
+	}
+	free(got.data);
+	w = smb_writer_free(w);
+	r = smb_reader_free(r);
+	shm_teardown(&m);
+}
+END_TEST
+
+/* The shmem emulation path: whole chunks carried inline, freed locally. */
+START_TEST(test_emulation_path)
+{
+	struct shm m;
+	struct smb_reader *r;
+	struct smb_writer *w;
+	struct smb_commit cm;
+	struct lossy_check l = {};
+	uint32_t got[64];
+	bool f1[64];
+	uint32_t f2[64], f3[64];
+	const void *data;
+	size_t len;
+	uint8_t blob[1500];
+
+	memset(blob, 0x11, sizeof(blob));
+	l.got = got;
+	l.has_dropped_field = f1;
+	l.reader_flag = f2;
+	l.dropped_value = f3;
+	shm_setup(&m, 64 * KIB, 8 * KIB);
+	ck_assert_int_eq(smb_reader_new(NULL, 0, 0, MIB, &r), 0);
+	ck_assert_int_eq(smb_reader_allow_buffer(r, TARGET_BUFFER), 0);
+	ck_assert_int_eq(smb_writer_new(m.smb, 9, TARGET_BUFFER, &w), 0);
+	for (uint32_t i = 0; i < 20; i++) {
+		struct pbw *p = smb_writer_begin_packet(w);
+
+		pbw_varint(p, 8, i);
+		pbw_bytes(p, 1000, blob, sizeof(blob));
+		ck_assert_int_eq(smb_writer_end_packet(w), 0);
+	}
+	smb_writer_flush(w);
+	ck_assert(smb_take_commit(m.smb, &cm));
+	ck_assert_int_eq(smb_chunk_bytes(m.smb, 100, 0, &data, &len), -EINVAL);
+	ck_assert_int_eq(smb_chunk_bytes(m.smb, 0, 1, &data, &len), -EINVAL);
+	for (size_t i = 0; i < cm.n_moves; i++) {
+		ck_assert_int_eq(smb_chunk_bytes(m.smb, cm.moves[i].page, 0, &data, &len), 0);
+		ck_assert_uint_eq(len, 8 * KIB - 8);
+		ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, data, len), 0);
+		smb_chunk_release_local(m.smb, cm.moves[i].page, 0);
+		ck_assert_uint_eq(page_word(&m, cm.moves[i].page), 0);
+		ck_assert_int_eq(smb_chunk_bytes(m.smb, cm.moves[i].page, 0, &data, &len), -EBUSY);
+	}
+	ck_assert_int_eq(smb_reader_read_packets(r, true, collect, &l), 20);
+	for (uint32_t i = 0; i < 20; i++)
+		ck_assert_uint_eq(got[i], i);
+	w = smb_writer_free(w);
+	r = smb_reader_free(r);
+	shm_teardown(&m);
+}
+END_TEST
+
+/* ---- (5) the reader rejects what traced rejects -------------------------- */
+
+struct built {
+	uint8_t b[4096];
+	size_t len;
+};
+
+/* A chunk: header + fragments given as (prefix bytes, body) pairs. */
+static void chunk_begin(struct built *c, uint32_t chunk_id, uint16_t writer_id, unsigned count,
+			unsigned flags)
+{
+	uint16_t packets = (uint16_t)(count | (flags << 10));
+
+	memset(c, 0, sizeof(*c));
+	memcpy(c->b, &chunk_id, 4);
+	memcpy(c->b + 4, &writer_id, 2);
+	memcpy(c->b + 6, &packets, 2);
+	c->len = 8;
+}
+
+static void chunk_raw(struct built *c, const void *p, size_t n)
+{
+	memcpy(c->b + c->len, p, n);
+	c->len += n;
+}
+
+static void chunk_frag(struct built *c, const void *p, size_t n)
+{
+	uint8_t pre = (uint8_t)n;
+
+	ck_assert_uint_lt(n, 128);
+	chunk_raw(c, &pre, 1);
+	chunk_raw(c, p, n);
+}
+
+/* A packet "08 <idx>" (timestamp = idx). */
+static void chunk_pkt(struct built *c, uint8_t idx)
+{
+	const uint8_t pk[] = { 0x40, idx };
+
+	chunk_frag(c, pk, 2);
+}
+
+struct rec {
+	int n;
+	uint32_t idx[64];
+	uint32_t flag[64];
+	uint32_t seq[64];
+	uint16_t writer[64];
+};
+
+static int rec_cb(const struct smb_packet *p, void *userdata)
+{
+	struct rec *r = userdata;
+	struct prefix x = parse_prefix(p->data, p->len);
+
+	ck_assert(x.has_idx);
+	ck_assert_int_lt(r->n, 64);
+	r->idx[r->n] = (uint32_t)x.idx;
+	r->flag[r->n] = p->previous_packet_dropped;
+	r->seq[r->n] = p->sequence_id;
+	r->writer[r->n] = p->writer_id;
+	r->n++;
+	return 0;
+}
+
+static struct smb_reader *bytes_reader(size_t max)
+{
+	struct smb_reader *r;
+
+	ck_assert_int_eq(smb_reader_new(NULL, 0, 0, max, &r), 0);
+	ck_assert_int_eq(smb_reader_allow_buffer(r, TARGET_BUFFER), 0);
+	return r;
+}
+
+START_TEST(test_reject_indices_and_states)
+{
+	struct shm m;
+	struct smb_reader *r;
+	struct smb_reader_stats rs;
+	struct smb_writer *w;
+	struct pbw *p;
+	uint32_t word;
+
+	shm_setup(&m, 64 * KIB, 4 * KIB);
+	r = reader_for(&m, MIB);
+	ck_assert_int_eq(smb_reader_move(r, &(struct smb_chunk_move){ .page = 16, .target_buffer = TARGET_BUFFER }),
+			 -EINVAL);
+	ck_assert_int_eq(smb_reader_move(r, &(struct smb_chunk_move){ .page = 0, .chunk = 14 }), -EINVAL);
+	/* not partitioned: no chunk 0 either */
+	ck_assert_int_eq(smb_reader_move(r, &(struct smb_chunk_move){ .page = 0, .chunk = 0 }), -EINVAL);
+
+	/* a chunk still being written */
+	ck_assert_int_eq(smb_writer_new(m.smb, 1, TARGET_BUFFER, &w), 0);
+	p = smb_writer_begin_packet(w);
+	pbw_varint(p, 8, 1);
+	ck_assert_int_eq(smb_writer_end_packet(w), 0);
+	ck_assert_uint_eq(page_word(&m, 0), 0x10000001u);
+	ck_assert_int_eq(smb_reader_move(r, &(struct smb_chunk_move){ .page = 0, .target_buffer = TARGET_BUFFER }),
+			 -EAGAIN);
+	ck_assert_int_eq(smb_reader_move(r, &(struct smb_chunk_move){ .page = 0, .chunk = 1, .target_buffer = TARGET_BUFFER }),
+			 -EINVAL);
+	ck_assert_uint_eq(page_word(&m, 0), 0x10000001u);
+	w = smb_writer_free(w); /* flushes: now Complete */
+	ck_assert_uint_eq(page_word(&m, 0), 0x10000003u);
+	ck_assert_int_eq(smb_reader_move(r, &(struct smb_chunk_move){ .page = 0, .target_buffer = TARGET_BUFFER }),
+			 0);
+	ck_assert_uint_eq(page_word(&m, 0), 0);
+	/* the service cleared the header before freeing */
+	ck_assert_uint_eq(m.svc[8 + 4], 0);
+	ck_assert_uint_eq(m.svc[8 + 6], 0);
+
+	/* a Complete chunk whose header names writer 0: freed, but rejected */
+	word = 0x10000003u;
+	memcpy(m.svc + 4 * KIB, &word, 4);
+	ck_assert_int_eq(smb_reader_move(r, &(struct smb_chunk_move){ .page = 1, .target_buffer = TARGET_BUFFER }),
+			 -EBADMSG);
+	ck_assert_uint_eq(page_word(&m, 1), 0);
+
+	/* a target buffer this producer may not write to */
+	{
+		struct built c;
+
+		chunk_begin(&c, 0, 5, 1, 0);
+		chunk_pkt(&c, 3);
+		memcpy(m.svc + 3 * 4 * KIB + 8, c.b, c.len);
+		memcpy(m.svc + 3 * 4 * KIB, &word, 4);
+	}
+	ck_assert_int_eq(smb_reader_move(r, &(struct smb_chunk_move){ .page = 3, .target_buffer = 99 }), -EBADMSG);
+	ck_assert_uint_eq(page_word(&m, 3), 0);
+
+	/* a Div4 page: chunk 3 exists, chunk 4 does not; chunk geometry from the layout */
+	word = 0x30000000u | (3u << 6);
+	memcpy(m.svc + 2 * 4 * KIB, &word, 4);
+	{
+		struct built c;
+
+		chunk_begin(&c, 0, 77, 1, 0);
+		chunk_pkt(&c, 9);
+		/* Div4 chunk size for 4 KiB pages: (4096 - 8) / 4 = 1020 */
+		memcpy(m.svc + 2 * 4 * KIB + 8 + 3 * 1020, c.b, c.len);
+	}
+	ck_assert_int_eq(smb_reader_move(r, &(struct smb_chunk_move){ .page = 2, .chunk = 4, .target_buffer = TARGET_BUFFER }),
+			 -EINVAL);
+	ck_assert_int_eq(smb_reader_move(r, &(struct smb_chunk_move){ .page = 2, .chunk = 3, .target_buffer = TARGET_BUFFER }),
+			 0);
+	ck_assert_uint_eq(page_word(&m, 2), 0); /* last chunk freed: page reset */
+	{
+		struct rec rc = {};
+
+		ck_assert_int_eq(smb_reader_read_packets(r, true, rec_cb, &rc), 2);
+		ck_assert_uint_eq(rc.idx[0], 1);
+		ck_assert_uint_eq(rc.writer[1], 77);
+		ck_assert_uint_eq(rc.idx[1], 9);
+	}
+
+	smb_reader_get_stats(r, &rs);
+	ck_assert_uint_eq(rs.chunks_read, 2);
+	ck_assert_uint_eq(rs.chunks_discarded, 8);
+	r = smb_reader_free(r);
+	shm_teardown(&m);
+}
+END_TEST
+
+START_TEST(test_reject_bad_chunks)
+{
+	struct smb_reader *r = bytes_reader(MIB);
+	struct smb_reader_stats rs;
+	struct built c;
+	struct rec rc = {};
+
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, 7), -EBADMSG);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, 65537), -EBADMSG);
+	chunk_begin(&c, 0, 40000, 1, 0);
+	chunk_pkt(&c, 1);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), -EBADMSG);
+
+	/* writer 1, chunk 0: a good packet, then a fragment longer than the chunk */
+	chunk_begin(&c, 0, 1, 3, 0);
+	chunk_pkt(&c, 1);
+	chunk_raw(&c, "\x7f\x40\x02", 3);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	/* chunk 1: a size prefix longer than 4 bytes */
+	chunk_begin(&c, 1, 1, 1, 0);
+	chunk_raw(&c, "\x80\x80\x80\x80\x01\x40\x02", 7);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	/* chunk 2: more fragments than bytes */
+	chunk_begin(&c, 2, 1, 3, 0);
+	chunk_pkt(&c, 3);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	/* chunk 3: fine, after all that loss */
+	chunk_begin(&c, 3, 1, 1, 0);
+	chunk_pkt(&c, 4);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	/* a duplicate and a stale chunk */
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), -EBADMSG);
+
+	ck_assert_int_eq(smb_reader_read_packets(r, false, rec_cb, &rc), 3);
+	ck_assert_uint_eq(rc.idx[0], 1);
+	ck_assert_uint_eq(rc.flag[0], SMB_DATA_LOSS_PRESENT); /* first of the sequence */
+	ck_assert_uint_eq(rc.idx[1], 3);
+	ck_assert_uint_eq(rc.flag[1], SMB_DATA_LOSS_PRESENT);
+	ck_assert_uint_eq(rc.idx[2], 4);
+	ck_assert_uint_eq(rc.flag[2], SMB_DATA_LOSS_PRESENT);
+	chunk_begin(&c, 2, 1, 1, 0);
+	chunk_pkt(&c, 3);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), -EBADMSG);
+
+	smb_reader_get_stats(r, &rs);
+	ck_assert_uint_eq(rs.abi_violations, 3 + 3 + 2);
+	ck_assert_uint_eq(rs.chunks_read, 4);
+	ck_assert_uint_eq(rs.packets_delivered, 3);
+	r = smb_reader_free(r);
+}
+END_TEST
+
+START_TEST(test_reject_reserved_fields)
+{
+	static const uint32_t reserved[] = { 3, 10, 33, 35, 36, 50, 69, 79, 98, 124, 125, 133 };
+	struct smb_reader *r = bytes_reader(MIB);
+	struct smb_reader_stats rs;
+	struct built c;
+	struct rec rc = {};
+	uint8_t pk[16];
+
+	chunk_begin(&c, 0, 1, ARRAY_SIZE(reserved) + 7, 0);
+	chunk_pkt(&c, 1);
+	for (size_t i = 0; i < ARRAY_SIZE(reserved); i++) {
+		struct pbw w;
+
+		/* a valid field first, then the reserved one (as varint) */
+		pbw_init(&w, pk, sizeof(pk), NULL, NULL);
+		pbw_varint(&w, 8, 2);
+		pbw_varint(&w, reserved[i], 1);
+		chunk_frag(&c, pk, (size_t)pbw_position(&w));
+	}
+	chunk_frag(&c, "\x40\x02\x0b\x0c", 4);     /* a group start (wire type 3) */
+	chunk_frag(&c, "\x40\x02\x0e\x00", 4);     /* wire type 6 */
+	chunk_frag(&c, "\x40\x02\x0a\x05\x01", 5); /* length past the end */
+	chunk_frag(&c, "\x40\x02\x09\x01\x02", 5); /* truncated fixed64 */
+	chunk_frag(&c, "\x40\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12); /* 11-byte varint */
+	chunk_frag(&c, "\x40\x05\x22\x00\xf8\x08\x01", 7); /* field 4 (empty) and 143: fine */
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	ck_assert_int_eq(smb_reader_read_packets(r, true, rec_cb, &rc), 2);
+	ck_assert_uint_eq(rc.idx[0], 1);
+	ck_assert_uint_eq(rc.idx[1], 5);
+	/* an invalid packet is not a loss of the sequence */
+	ck_assert_uint_eq(rc.flag[1], 0);
+	smb_reader_get_stats(r, &rs);
+	ck_assert_uint_eq(rs.packets_invalid, ARRAY_SIZE(reserved) + 5);
+	ck_assert_uint_eq(rs.abi_violations, 0);
+	r = smb_reader_free(r);
+}
+END_TEST
+
+START_TEST(test_reader_sequences)
+{
+	struct smb_reader *r = bytes_reader(MIB);
+	struct smb_reader_stats rs;
+	struct built c;
+	struct rec rc = {};
+
+	smb_reader_set_first_sequence_id(r, 10);
+	/* writer 5: chunks 0 and 2 (gap), writer 3: chunk 7 */
+	chunk_begin(&c, 0, 5, 2, 0);
+	chunk_pkt(&c, 1);
+	chunk_pkt(&c, 2);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	chunk_begin(&c, 2, 5, 1, 0);
+	chunk_pkt(&c, 4);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	chunk_begin(&c, 7, 3, 1, 0);
+	chunk_pkt(&c, 50);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+
+	ck_assert_int_eq(smb_reader_read_packets(r, false, rec_cb, &rc), 3);
+	ck_assert_uint_eq(rc.idx[0], 1);
+	ck_assert_uint_eq(rc.seq[0], 10);
+	ck_assert_uint_eq(rc.idx[1], 2);
+	ck_assert_uint_eq(rc.flag[1], 0);
+	ck_assert_uint_eq(rc.idx[2], 50);
+	ck_assert_uint_eq(rc.seq[2], 11);
+	ck_assert_uint_eq(rc.flag[2], SMB_DATA_LOSS_PRESENT);
+
+	/* the hole fills late: order is kept, no loss */
+	chunk_begin(&c, 1, 5, 1, 0);
+	chunk_pkt(&c, 3);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	/* a packet continued into chunk 4, which never comes */
+	chunk_begin(&c, 3, 5, 2, 2);
+	chunk_pkt(&c, 5);
+	chunk_frag(&c, "\x40\x06\x0a", 3);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	/* chunk 5 starts with the tail of a packet whose start is gone */
+	chunk_begin(&c, 5, 5, 2, 1);
+	chunk_frag(&c, "\x01\x00", 2);
+	chunk_pkt(&c, 7);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	/* writer 5 again, other buffer: same trusted sequence id */
+	ck_assert_int_eq(smb_reader_allow_buffer(r, 8), 0);
+	chunk_begin(&c, 0, 5, 1, 0);
+	chunk_pkt(&c, 60);
+	ck_assert_int_eq(smb_reader_move_bytes(r, 8, c.b, c.len), 0);
+
+	rc = (struct rec){};
+	ck_assert_int_eq(smb_reader_read_packets(r, false, rec_cb, &rc), 4);
+	ck_assert_uint_eq(rc.idx[0], 3);
+	ck_assert_uint_eq(rc.flag[0], 0);
+	ck_assert_uint_eq(rc.idx[1], 4);
+	ck_assert_uint_eq(rc.idx[2], 5);
+	ck_assert_uint_eq(rc.flag[2], 0);
+	ck_assert_uint_eq(rc.idx[3], 60);
+	ck_assert_uint_eq(rc.seq[3], 10);
+	/* at the end the gap is given up on; the orphan tail is skipped */
+	rc = (struct rec){};
+	ck_assert_int_eq(smb_reader_read_packets(r, true, rec_cb, &rc), 1);
+	ck_assert_uint_eq(rc.idx[0], 7);
+	ck_assert_uint_eq(rc.flag[0], SMB_DATA_LOSS_PRESENT);
+	smb_reader_get_stats(r, &rs);
+	ck_assert_uint_eq(rs.packets_lost, 1);
+	r = smb_reader_free(r);
+}
+END_TEST
+
+START_TEST(test_reader_reassembly_and_drops)
+{
+	struct smb_reader *r = bytes_reader(MIB);
+	struct smb_reader_stats rs;
+	struct built c;
+	struct rec rc = {};
+
+	/* packet 1 split over three chunks: "40 01" + "0a 02 aa" + "bb" */
+	chunk_begin(&c, 0, 1, 2, 2);
+	chunk_pkt(&c, 0);
+	chunk_frag(&c, "\x40\x01\x0a", 3);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	chunk_begin(&c, 1, 1, 1, 3);
+	chunk_raw(&c, "\x82\x80\x80\x00\x02\xaa", 6); /* a redundant 4-byte prefix */
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	ck_assert_int_eq(smb_reader_read_packets(r, false, rec_cb, &rc), 1);
+	chunk_begin(&c, 2, 1, 3, 1);
+	chunk_frag(&c, "\xbb", 1);
+	chunk_frag(&c, "", 0); /* empty fragments are skipped */
+	chunk_raw(&c, "\xff\xff\xff\x7f", 4); /* a packet the writer gave up on */
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	chunk_begin(&c, 3, 1, 1, 0);
+	chunk_pkt(&c, 9);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	ck_assert_int_eq(smb_reader_read_packets(r, false, rec_cb, &rc), 2);
+	ck_assert_uint_eq(rc.n, 3);
+	ck_assert_uint_eq(rc.idx[1], 1);
+	ck_assert_uint_eq(rc.flag[1], 0);
+	ck_assert_uint_eq(rc.idx[2], 9);
+	ck_assert_uint_eq(rc.flag[2], SMB_DATA_LOSS_PRESENT);
+	smb_reader_get_stats(r, &rs);
+	ck_assert_uint_eq(rs.producer_dropped, 1);
+	ck_assert_uint_eq(rs.abi_violations, 0);
+	r = smb_reader_free(r);
+}
+END_TEST
+
+START_TEST(test_reader_patches)
+{
+	struct smb_reader *r = bytes_reader(MIB);
+	struct smb_reader_stats rs;
+	struct built c;
+	struct rec rc = {};
+	/* "40 01 | 12 <len:4> 08 01" with the length still unwritten, continued */
+	const uint8_t body[] = { 0x40, 0x01, 0x12, 0x00, 0x00, 0x00, 0x00, 0x08, 0x01 };
+	struct smb_patch p = { .target_buffer = TARGET_BUFFER, .writer_id = 1, .chunk_id = 0,
+			       .offset = 4, .data = { 0x83, 0x80, 0x80, 0x00 } };
+
+	chunk_begin(&c, 0, 1, 1, 2 | 4);
+	chunk_frag(&c, body, sizeof(body));
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	chunk_begin(&c, 1, 1, 2, 1);
+	chunk_frag(&c, "\x01", 1);
+	chunk_pkt(&c, 2);
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+
+	ck_assert_int_eq(smb_reader_read_packets(r, false, rec_cb, &rc), 0);
+	ck_assert_int_eq(smb_reader_patch(r, &(struct smb_patch){ .writer_id = 0 }), -EINVAL);
+	ck_assert_int_eq(smb_reader_patch(r, &(struct smb_patch){ .target_buffer = TARGET_BUFFER, .writer_id = 1, .chunk_id = 9 }),
+			 -ENOENT);
+	ck_assert_int_eq(smb_reader_patch(r, &(struct smb_patch){ .target_buffer = TARGET_BUFFER, .writer_id = 1, .offset = 4093 }),
+			 -EINVAL);
+	p.has_more = true;
+	ck_assert_int_eq(smb_reader_patch(r, &p), 0);
+	ck_assert_int_eq(smb_reader_read_packets(r, false, rec_cb, &rc), 0);
+	p.has_more = false;
+	ck_assert_int_eq(smb_reader_patch(r, &p), 0);
+	ck_assert_int_eq(smb_reader_read_packets(r, false, rec_cb, &rc), 2);
+	ck_assert_uint_eq(rc.idx[0], 1);
+	ck_assert_uint_eq(rc.idx[1], 2);
+	/* too late once read */
+	ck_assert_int_eq(smb_reader_patch(r, &p), -ENOENT);
+	smb_reader_get_stats(r, &rs);
+	ck_assert_uint_eq(rs.patches_applied, 2);
+	ck_assert_uint_eq(rs.patches_failed, 4);
+	r = smb_reader_free(r);
+}
+END_TEST
+
+START_TEST(test_reader_memory_bound)
+{
+	/* room for about three 1 KiB chunks */
+	struct smb_reader *r = bytes_reader(3 * 1200);
+	struct smb_reader_stats rs;
+	struct built c;
+	struct rec rc = {};
+
+	for (uint32_t id = 1; id < 8; id++) {
+		chunk_begin(&c, id, 1, 1, 0);
+		chunk_pkt(&c, (uint8_t)id);
+		c.len = 1024;
+		ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, c.b, c.len), 0);
+	}
+	smb_reader_get_stats(r, &rs);
+	ck_assert_uint_eq(rs.chunks_evicted, 4);
+	/* chunks 1..4 are gone for good: no waiting for them */
+	ck_assert_int_eq(smb_reader_read_packets(r, false, rec_cb, &rc), 3);
+	ck_assert_uint_eq(rc.idx[0], 5);
+	ck_assert_uint_eq(rc.flag[0], SMB_DATA_LOSS_PRESENT);
+	ck_assert_uint_eq(rc.idx[2], 7);
+	ck_assert_uint_eq(rc.flag[2], 0);
+	/* a chunk bigger than the whole budget */
+	ck_assert_int_eq(smb_reader_move_bytes(r, TARGET_BUFFER, (uint8_t[4096]){ 8, 0, 0, 0, 1 }, 4096),
+			 -ENOBUFS);
+	r = smb_reader_free(r);
+}
+END_TEST
+
+/* ---- performance note ---------------------------------------------------- */
+
+/* A service that frees every committed chunk at once, so only the writer is measured. */
+static void free_all_hook(void *userdata)
+{
+	struct shm *m = userdata;
+	struct smb_commit cm;
+
+	(void)smb_take_commit(m->smb, &cm);
+	for (size_t i = 0; i < cm.n_moves; i++)
+		__atomic_store_n((uint32_t *)(m->svc + cm.moves[i].page * m->page_size), 0,
+				 __ATOMIC_RELEASE);
+}
+
+START_TEST(test_write_speed)
+{
+	const uint32_t n = 2000000;
+	struct shm m;
+	struct smb_writer *w;
+	struct smb_writer_stats ws;
+	uint64_t t0, t1;
+
+	shm_setup(&m, 2 * MIB, 32 * KIB);
+	smb_set_commit_hook(m.smb, free_all_hook, &m);
+	ck_assert_int_eq(smb_writer_new(m.smb, 1, TARGET_BUFFER, &w), 0);
+	t0 = now_ns(CLOCK_MONOTONIC);
+	for (uint32_t i = 0; i < n; i++) {
+		struct pbw *p = smb_writer_begin_packet(w);
+
+		/* about the size of one small ftrace event */
+		pbw_varint(p, 8, 1000000000ull + i);
+		pbw_begin_nested(p, 1);
+		pbw_varint(p, 1, i & 3);
+		pbw_varint(p, 2, i);
+		pbw_string(p, 3, "kworker/1:2");
+		pbw_end_nested(p);
+		(void)smb_writer_end_packet(w);
+	}
+	t1 = now_ns(CLOCK_MONOTONIC);
+	smb_writer_get_stats(w, &ws);
+	ck_assert_uint_eq(ws.packets_written, n);
+	printf("write speed: %.1f ns per %llu-byte packet (%llu chunks)\n",
+	       (double)(t1 - t0) / n, (unsigned long long)(ws.bytes_written / n),
+	       (unsigned long long)ws.chunks_acquired);
+	w = smb_writer_free(w);
+	shm_teardown(&m);
+}
+END_TEST
+
+static Suite *smb_suite(void)
+{
+	Suite *s = suite_create("smb");
+	TCase *tc;
+
+	tc = tcase_create("roundtrip");
+	tcase_add_test(tc, test_roundtrip_32k_pages);
+	tcase_add_test(tc, test_roundtrip_4k_pages);
+	tcase_add_test(tc, test_roundtrip_threaded);
+	tcase_add_test(tc, test_roundtrip_threaded_4k);
+	tcase_add_test(tc, test_small_nested_across_chunks);
+	tcase_add_test(tc, test_emulation_path);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("loss");
+	tcase_add_test(tc, test_reader_stops_draining);
+	tcase_add_test(tc, test_hostile_page_words);
+	tcase_add_test(tc, test_hostile_concurrent);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("abi");
+	tcase_add_test(tc, test_chunk_header_bytes);
+	tcase_add_test(tc, test_reject_indices_and_states);
+	tcase_add_test(tc, test_reject_bad_chunks);
+	tcase_add_test(tc, test_reject_reserved_fields);
+	tcase_add_test(tc, test_reader_sequences);
+	tcase_add_test(tc, test_reader_reassembly_and_drops);
+	tcase_add_test(tc, test_reader_patches);
+	tcase_add_test(tc, test_reader_memory_bound);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("speed");
+	tcase_add_test(tc, test_write_speed);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(smb_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
