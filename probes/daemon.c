@@ -92,7 +92,7 @@ static void on_registered(struct producer *p, void *userdata)
 
 static void on_ds_stopped(struct producer *p, const struct producer_ds_report *r, void *userdata)
 {
-	if (strcmp(r->name, "linux.ftrace") == 0)
+	if (!r->failed && strcmp(r->name, "linux.ftrace") == 0)
 		log_info("ftrace session %llu stopped: %llu events, %llu lost in the kernel, "
 			 "%llu packets dropped (buffer full)",
 			 (unsigned long long)r->tracing_session_id, (unsigned long long)r->events,

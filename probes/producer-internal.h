@@ -3,6 +3,7 @@
 
 /* Shared between the producer's files; nothing outside probes/ includes it. */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -13,6 +13,7 @@
 #include "ipc/ipc.h"
 #include "probes/ftrace/ftrace.h"
 #include "probes/producer-internal.h"
+#include "protos/perfetto/ipc/producer_port.pb-c.h"
 #include "util/util.h"
 
 #define PRODUCER_NAME "perfetto.traced_probes"

@@ -19,6 +19,7 @@ struct producer;
 /* What one data-source instance did, reported when it stops. */
 struct producer_ds_report {
 	const char *name;                /* "linux.ftrace", "linux.process_stats" */
+	bool failed;                     /* setup failed: nothing was recorded */
 	uint64_t instance_id;
 	uint64_t tracing_session_id;
 	unsigned n_cpus;

@@ -100,6 +100,7 @@ static void on_ftrace_pass(struct ftrace_ds *fds, const struct ftrace_pidset *pi
 static void fill_report(struct producer_ds *ds, struct producer_ds_report *r)
 {
 	memset(r, 0, sizeof(*r));
+	r->failed = ds->failed;
 	r->instance_id = ds->id;
 	r->tracing_session_id = ds->tracing_session_id;
 	if (ds->writer) {
@@ -142,7 +143,7 @@ void producer_ds_destroy(struct producer *p, struct producer_ds *ds, bool notify
 	struct producer_ds **pp;
 	uint16_t writer_id = ds->writer ? smb_writer_id(ds->writer) : 0;
 
-	if (p->hooks.ds_stopped && ds->started && !ds->failed) {
+	if (p->hooks.ds_stopped && (ds->started || ds->failed)) {
 		struct producer_ds_report *r = calloc(1, sizeof(*r));
 
 		if (r) {

@@ -271,7 +271,9 @@ static void print_summary(const struct recorder *rec, uint64_t file_bytes)
 	for (size_t i = 0; i < rec->n_reports; i++) {
 		const struct producer_ds_report *r = &rec->reports[i];
 
-		if (strcmp(r->name, "linux.ftrace") == 0) {
+		if (r->failed) {
+			fprintf(stderr, "  %s: failed to set up, nothing recorded\n", r->name);
+		} else if (strcmp(r->name, "linux.ftrace") == 0) {
 			fprintf(stderr, "  ftrace: %llu events, %.1f bytes/event in the SMB\n",
 				(unsigned long long)r->events,
 				r->events ? (double)r->bytes / (double)r->events : 0.0);
@@ -391,9 +393,15 @@ int recorder_run(const struct recorder_options *o)
 	rec.producer = producer_free(rec.producer);
 	rec.ftrace = ftrace_host_free(rec.ftrace);
 
+	for (size_t i = 0; i < rec.n_reports && rec.session_error >= 0; i++)
+		if (rec.reports[i].failed && strcmp(rec.reports[i].name, "linux.ftrace") == 0)
+			rec.session_error = -ENODATA;
 	if (rec.session_error < 0) {
 		r = rec.session_error;
-		log_error_errno(r, "The recording failed: %m; no trace was written");
+		if (r == -ENODATA)
+			log_error("Nothing was recorded: ftrace could not be set up (see above)");
+		else
+			log_error_errno(r, "The recording failed: %m; no trace was written");
 		(void)finish_output(&rec, false);
 		goto out;
 	}

@@ -87,6 +87,21 @@ static bool event_name_ok(const char *e)
 	return true;
 }
 
+/* tracefs instance names: the checks proper happen in probes/ftrace; here only
+ * what could break out of the quoted string */
+static bool instance_name_ok(const char *n)
+{
+	size_t len = strlen(n);
+
+	if (len == 0 || len > 255)
+		return false;
+	for (const char *c = n; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+		      *c == '_' || *c == '-' || *c == '.'))
+			return false;
+	return strcmp(n, ".") != 0 && strcmp(n, "..") != 0;
+}
+
 int recorder_config_text_from_options(const struct recorder_options *o, char **ret)
 {
 	_cleanup_free_ char *text = NULL;
@@ -130,7 +145,7 @@ int recorder_config_text_from_options(const struct recorder_options *o, char **r
 	if (o->drain_period_ms)
 		fprintf(f, "    drain_period_ms: %u\n", o->drain_period_ms);
 	if (o->instance) {
-		if (!event_name_ok(o->instance) || strchr(o->instance, '/') || strchr(o->instance, '*')) {
+		if (!instance_name_ok(o->instance)) {
 			fclose(f);
 			return -EINVAL;
 		}

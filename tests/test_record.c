@@ -82,12 +82,14 @@ START_TEST(test_record_sched_busy)
 	struct tp_trace_summary s;
 	unsigned n_cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t overrun = 0;
+	pid_t workload_pid;
 
 	snprintf(out, sizeof(out), "%s/busy.pftrace", tmpdir);
 	ck_assert_int_eq(tp_workload_start("tp-pingpong", 4, 3000, &w), 0);
 	base_options(&o, out);
 	o.duration_ms = 2000;
 	ck_assert_int_eq(recorder_run(&o), 0);
+	workload_pid = w.pid;
 	ck_assert_int_eq(tp_workload_wait(&w), 0);
 	assert_tracefs_restored();
 
@@ -110,7 +112,7 @@ START_TEST(test_record_sched_busy)
 	check_reconciled(&s, n_cpus);
 	/* process names: the workload's threads belong to its process */
 	for (size_t i = 0; i < w.n_tids; i++)
-		ck_assert_int_eq(tp_trace_thread_tgid(&s, w.tids[i]), w.pid);
+		ck_assert_int_eq(tp_trace_thread_tgid(&s, w.tids[i]), workload_pid);
 	ck_assert_uint_eq(s.packets_with_loss_flag, 0);
 	tp_trace_free(&s);
 }

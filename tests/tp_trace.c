@@ -109,7 +109,9 @@ int tp_trace_load(const char *path, struct tp_trace_summary *s)
 	for (size_t i = 0; i < s->trace->n_packet; i++) {
 		const Perfetto__Protos__TracePacket *p = s->trace->packet[i];
 
-		if (p->has_previous_packet_dropped && p->previous_packet_dropped)
+		/* as traced does, the first packet of a sequence is flagged: nothing came before */
+		if (p->has_previous_packet_dropped && p->previous_packet_dropped &&
+		    !(p->has_first_packet_on_sequence && p->first_packet_on_sequence))
 			s->packets_with_loss_flag++;
 		switch (p->data_case) {
 		case PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS:
