@@ -800,6 +800,43 @@ START_TEST(test_fixture_full_scan_minimal)
 }
 END_TEST
 
+START_TEST(test_fixture_split_packets)
+{
+	Perfetto__Protos__ProcessStatsConfig cfg = cfg_default();
+	const Perfetto__Protos__Trace *t;
+	struct procfs_ds *ds;
+	struct capture c;
+	size_t procs = 0, threads = 0;
+
+	/* a tiny split size: every entry past the first starts a packet */
+	CFG_SET(cfg, scan_all_processes_on_start, true);
+	CFG_SET(cfg, record_thread_names, true);
+	cap_init(&c, 1 << 20);
+	ds = fx_ds(&c, &cfg, NULL);
+	ds->packet_split_bytes = 16;
+	ck_assert_int_eq(procfs_ds_start(ds), 0);
+	t = cap_decode(&c);
+	ck_assert_uint_gt(t->n_packet, 4);
+	for (size_t i = 0; i < t->n_packet; i++) {
+		const Perfetto__Protos__ProcessTree *tree = packet_tree(t->packet[i]);
+
+		ck_assert_ptr_nonnull(tree);
+		ck_assert(tree->has_collection_end_timestamp);
+		ck_assert_uint_eq(t->packet[i]->timestamp, t->packet[0]->timestamp);
+		ck_assert(t->packet[i]->has_incremental_state_cleared == (i == 0));
+		procs += tree->n_processes;
+		threads += tree->n_threads;
+	}
+	/* the same entries as one packet would hold, each once */
+	ck_assert_uint_eq(procs, 4);
+	ck_assert_uint_eq(threads, 7);
+	ck_assert_ptr_nonnull(find_process(t, 0, 200));
+	ck_assert_int_eq(find_thread(t, 0, 201)->tgid, 200);
+	procfs_ds_free(ds);
+	cap_done(&c);
+}
+END_TEST
+
 START_TEST(test_fixture_on_demand)
 {
 	Perfetto__Protos__ProcessStatsConfig cfg = cfg_default();
@@ -1654,6 +1691,7 @@ static Suite *procfs_suite(void)
 	tcase_add_checked_fixture(tc, fx_build, fx_teardown);
 	tcase_add_test(tc, test_fixture_full_scan);
 	tcase_add_test(tc, test_fixture_full_scan_minimal);
+	tcase_add_test(tc, test_fixture_split_packets);
 	tcase_add_test(tc, test_fixture_on_demand);
 	tcase_add_test(tc, test_fixture_disable_on_demand);
 	tcase_add_test(tc, test_fixture_rescan_on_clear);

@@ -62,6 +62,7 @@ int procfs_ds_setup_sink(sd_event *e, uint64_t instance_id, uint64_t tracing_ses
 	ds->tracing_session_id = tracing_session_id;
 	ds->sink = *sink;
 	ds->root.fd = -EBADF;
+	ds->packet_split_bytes = PROCFS_PACKET_SPLIT;
 	/* Perfetto's writer marks the very first packet as a cleared state. */
 	ds->clear_pending = true;
 	apply_config(ds, cfg);
@@ -252,6 +253,7 @@ struct pbw *procfs_ds_open_msg(struct procfs_ds *ds, uint32_t field)
 	if (!ds->pkt) {
 		procfs_ds_mark_scan_start(ds);
 		ds->pkt = ds->sink.begin_packet(ds->sink.userdata);
+		ds->pkt_start = pbw_position(ds->pkt);
 		pbw_varint(ds->pkt, PROCFS_PKT_TIMESTAMP, ds->scan_start_ns);
 		if (ds->clear_pending) {
 			pbw_varint(ds->pkt, PROCFS_PKT_INCREMENTAL_STATE_CLEARED, 1);
@@ -292,4 +294,15 @@ void procfs_ds_end_packet(struct procfs_ds *ds)
 	ds->open_msg = 0;
 	ds->stats_proc_open = false;
 	ds->scan_start_ns = 0;
+}
+
+void procfs_ds_maybe_split(struct procfs_ds *ds)
+{
+	uint64_t ts = ds->scan_start_ns;
+
+	if (!ds->pkt || pbw_position(ds->pkt) - ds->pkt_start < ds->packet_split_bytes)
+		return;
+	procfs_ds_end_packet(ds);
+	/* the next part belongs to the same scan */
+	ds->scan_start_ns = ts;
 }

@@ -316,6 +316,8 @@ struct procfs_ds {
 
 	/* the packet being written: NULL between passes */
 	struct pbw *pkt;
+	uint64_t pkt_start;             /* pbw_position() when it began */
+	uint64_t packet_split_bytes;    /* PROCFS_PACKET_SPLIT; tests lower it */
 	int open_msg;                   /* 0, PROCFS_PKT_PROCESS_TREE or _STATS */
 	bool stats_proc_open;
 	uint64_t scan_start_ns;
@@ -335,6 +337,17 @@ void procfs_ds_mark_scan_start(struct procfs_ds *ds);
 struct pbw *procfs_ds_open_msg(struct procfs_ds *ds, uint32_t field);
 /* Writes collection_end_timestamp, closes and hands over the packet, if any. */
 void procfs_ds_end_packet(struct procfs_ds *ds);
+
+/*
+ * Perfetto writes a whole scan as one packet.  On a machine with tens of
+ * thousands of threads that is megabytes: more than the 2 MiB SMB holds
+ * before the service can drain it, and a writer that cannot get a chunk
+ * drops the whole packet.  So a scan continues in a new packet (same
+ * timestamp) once the current one passes this size, between entries; the
+ * reader sees several ProcessTree packets, which it merges anyway.
+ */
+#define PROCFS_PACKET_SPLIT (256u * 1024u)
+void procfs_ds_maybe_split(struct procfs_ds *ds);
 
 /* procfs_tree.c */
 int procfs_tree_scan_all(struct procfs_ds *ds);

@@ -151,6 +151,7 @@ int procfs_stats_poll(struct procfs_ds *ds)
 		procfs_ds_mark_scan_start(ds);
 		while ((pid = procfs_dir_next(&root->top)) > 0) {
 			close_stats_proc(ds);
+			procfs_ds_maybe_split(ds);
 			if (poll_one(ds, pid))
 				(void)remember_pid(ds, pid);
 		}

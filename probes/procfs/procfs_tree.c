@@ -140,6 +140,7 @@ int procfs_tree_scan_all(struct procfs_ds *ds)
 		bool namespaced;
 		int32_t tid;
 
+		procfs_ds_maybe_split(ds);
 		r = procfs_read_pid_file(root, pid, 0, "status", &root->status);
 		if (r >= 0 && procfs_status_parse(root->status.data, root->status.len, &st) < 0)
 			r = -EBADMSG;
@@ -163,6 +164,7 @@ int procfs_tree_scan_all(struct procfs_ds *ds)
 		while ((tid = procfs_dir_next(&root->task)) > 0) {
 			if (tid == pid)
 				continue;
+			procfs_ds_maybe_split(ds);
 			/* One more read per thread only when it adds something. */
 			if (!ds->record_thread_names && !namespaced) {
 				write_thread(ds, tid, pid, NULL, 0);
@@ -308,6 +310,7 @@ int procfs_tree_write_pids(struct procfs_ds *ds, const int32_t *pids, size_t n,
 		/* an earlier entry of this pass may have written it as a main thread */
 		if (procfs_pidset_contains(&ds->seen, ds->pids[i]))
 			continue;
+		procfs_ds_maybe_split(ds);
 		write_process_or_thread(ds, ds->pids[i], gone_counter);
 		looked++;
 	}
