@@ -378,9 +378,9 @@ int svc_session_packet(struct svc_session *ss, struct svc_producer *p, const uin
 /* After a read pass: write pending service packets, flush the file. */
 void svc_session_after_read(struct svc_session *ss);
 void svc_session_abort_all(struct svc *s);
-/* Append one record to the session file.  Errors end the session: -EFBIG
- * (max_file_size_bytes reached) disables tracing as traced does, any other
- * error fails the session.  Returns 0 or the error. */
+/* Append one record to the session file.  Reaching max_file_size_bytes
+ * disables tracing as traced does; a write error fails the session.
+ * Returns 0 or the write error. */
 int svc_session_write(struct svc_session *ss, const uint8_t *data, size_t len, const uint8_t *trailer,
 		      size_t tlen);
 
@@ -397,7 +397,7 @@ bool svc_packet_valid(const uint8_t *data, size_t len);
 int svc_trace_new(int fd, uint64_t max_size, struct svc_trace **ret);
 struct svc_trace *svc_trace_free(struct svc_trace *t);
 /* Append one record: @data then @trailer as one TracePacket.  Returns 0,
- * -EFBIG once max_size would be exceeded (nothing written), -errno. */
+ * 1 when it would reach max_size (nothing written), -errno. */
 int svc_trace_append(struct svc_trace *t, const uint8_t *data, size_t len, const uint8_t *trailer,
 		     size_t tlen);
 int svc_trace_flush(struct svc_trace *t);

@@ -122,13 +122,14 @@ int svc_session_write(struct svc_session *ss, const uint8_t *data, size_t len, c
 		return 0;
 	r = svc_trace_append(ss->trace, data, len, trailer, tlen);
 	ss->stats.bytes = svc_trace_bytes(ss->trace);
-	if (r >= 0)
+	if (r == 0)
 		return 0;
 	ss->write_stopped = true;
-	if (r == -EFBIG) {
+	if (r > 0) {
 		/* max_file_size_bytes: traced stops writing and disables
 		 * tracing the normal way (stop acks, no final flush). */
 		ss->end_immediately = false;
+		r = 0;
 	} else {
 		if (!ss->error)
 			ss->error = r;

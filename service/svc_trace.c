@@ -105,7 +105,7 @@ int svc_trace_append(struct svc_trace *t, const uint8_t *data, size_t len, const
 
 	/* traced stops before the record that would reach the limit. */
 	if (t->max_size && t->written + t->len + total >= t->max_size)
-		return -EFBIG;
+		return 1;
 
 	if (t->len + total > sizeof(t->buf)) {
 		r = svc_trace_flush(t);

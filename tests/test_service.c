@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -211,8 +213,13 @@ struct fp {
 
 	struct smb *smb;
 	struct smb_writer *w;
+	void *local;            /* shmem emulation: the producer's own buffer */
+	size_t local_size;
 	int rejected;
 	int replies;
+	bool incremental;       /* descriptor: handles_incremental_state_clear */
+	int n_flush;
+	int n_clear;
 };
 
 static void fp_log(struct fp *f, char c)
@@ -309,7 +316,9 @@ static void fp_notify(struct fp *f, int method, uint64_t id)
 	fp_invoke(f, method, &r.base, NULL);
 }
 
-/* Send CommitData for every chunk released and patch completed. */
+/* Send CommitData for every chunk released and patch completed.  With
+ * shmem emulation the chunks travel inline (header included) and are freed
+ * locally at once, as Perfetto's emulating producers do. */
 static void fp_commit(struct fp *f, uint64_t flush_id)
 {
 	Perfetto__Protos__CommitDataRequest req = PERFETTO__PROTOS__COMMIT_DATA_REQUEST__INIT;
@@ -317,6 +326,8 @@ static void fp_commit(struct fp *f, uint64_t flush_id)
 	struct smb_commit cm = { 0 };
 
 	if (f->smb && smb_take_commit(f->smb, &cm)) {
+		size_t psize = smb_page_size(f->smb);
+
 		ck_assert_uint_le(cm.n_moves, 256);
 		ck_assert_uint_eq(cm.n_patches, 0);
 		for (size_t i = 0; i < cm.n_moves; i++) {
@@ -325,6 +336,15 @@ static void fp_commit(struct fp *f, uint64_t flush_id)
 			mv[i].page = cm.moves[i].page;
 			mv[i].chunk = cm.moves[i].chunk;
 			mv[i].target_buffer = cm.moves[i].target_buffer;
+			if (f->local) {
+				uint8_t *page = (uint8_t *)f->local + (size_t)cm.moves[i].page * psize;
+
+				/* one chunk per page: it starts after the 8-byte page header */
+				ck_assert_uint_eq(cm.moves[i].chunk, 0);
+				mv[i].has_data = true;
+				mv[i].data.data = page + 8;
+				mv[i].data.len = psize - 8;
+			}
 			mvp[i] = &mv[i];
 		}
 		req.n_chunks_to_move = cm.n_moves;
@@ -335,6 +355,9 @@ static void fp_commit(struct fp *f, uint64_t flush_id)
 		req.flush_request_id = flush_id;
 	}
 	fp_invoke(f, M_COMMIT, &req.base, on_generic_reply);
+	for (size_t i = 0; f->local && i < req.n_chunks_to_move; i++)
+		__atomic_store_n((uint32_t *)((uint8_t *)f->local + (size_t)mv[i].page * smb_page_size(f->smb)), 0,
+				 __ATOMIC_RELEASE);
 }
 
 static void on_command(struct ipc_client *c, int error, const uint8_t *p, size_t len, bool has_more, int fd,
@@ -357,6 +380,11 @@ static void on_command(struct ipc_client *c, int error, const uint8_t *p, size_t
 		if (fd >= 0) {
 			f->smb_fd = ipc_client_take_fd(c);
 			ck_assert_int_eq(smb_new_from_fd(f->smb_fd, (size_t)f->page_kb * 1024, &f->smb), 0);
+		} else if (f->use_emulation) {
+			f->local_size = 256 * 1024;
+			f->local = mmap(NULL, f->local_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			ck_assert(f->local != MAP_FAILED);
+			ck_assert_int_eq(smb_new(f->local, f->local_size, (size_t)f->page_kb * 1024, &f->smb), 0);
 		}
 		break;
 	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_SETUP_DATA_SOURCE: {
@@ -390,6 +418,7 @@ static void on_command(struct ipc_client *c, int error, const uint8_t *p, size_t
 		f->flush_id = cmd->flush->request_id;
 		f->flush_flags = cmd->flush->flags;
 		f->flush_ds = cmd->flush->n_data_source_ids == 1 ? cmd->flush->data_source_ids[0] : 0;
+		f->n_flush++;
 		if (f->ack_flush) {
 			if (f->w)
 				smb_writer_flush(f->w);
@@ -404,6 +433,9 @@ static void on_command(struct ipc_client *c, int error, const uint8_t *p, size_t
 		break;
 	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_CLEAR_INCREMENTAL_STATE:
 		fp_log(f, 'C');
+		f->n_clear++;
+		ck_assert_uint_eq(cmd->clear_incremental_state->n_data_source_ids, 1);
+		ck_assert_uint_eq(cmd->clear_incremental_state->data_source_ids[0], f->ds_id);
 		break;
 	default:
 		ck_abort_msg("unexpected command %d", cmd->cmd_case);
@@ -451,6 +483,8 @@ static void fp_register(struct fp *f, bool notify)
 	d.name = (char *)DS_NAME;
 	d.has_will_notify_on_start = d.has_will_notify_on_stop = true;
 	d.will_notify_on_start = d.will_notify_on_stop = notify;
+	d.has_handles_incremental_state_clear = f->incremental;
+	d.handles_incremental_state_clear = f->incremental;
 	rq.data_source_descriptor = &d;
 	fp_invoke(f, M_REGISTER, &rq.base, on_generic_reply);
 }
@@ -459,6 +493,9 @@ static void fp_close(struct fp *f)
 {
 	f->w = smb_writer_free(f->w);
 	f->smb = smb_free(f->smb);
+	if (f->local)
+		(void)munmap(f->local, f->local_size);
+	f->local = NULL;
 	f->c = ipc_client_free(f->c);
 	closep(&f->smb_fd);
 }
@@ -1018,6 +1055,158 @@ START_TEST(test_duration_and_config_errors)
 }
 END_TEST
 
+START_TEST(test_shmem_emulation)
+{
+	struct svc_options o = { .force_shmem_emulation = true };
+	struct fx fx;
+	struct fp f;
+	struct trace_file t;
+	static const size_t sizes[] = { 10, 7000, 30 };
+
+	fx_init(&fx, &o);
+	fp_connect(&f, &fx, 4096, 64 * 1024);
+	ck_assert(f.use_emulation);
+	fp_register(&f, true);
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME), TIMEOUT_MS));
+	fx_start(&fx, 0, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.n_log >= 3, TIMEOUT_MS));
+	ck_assert_str_eq(f.log, "TSs");
+	/* No fd: the producer keeps its own buffer and sends chunk bytes. */
+	ck_assert(!f.setup_tracing_had_fd);
+	ck_assert_uint_eq(f.page_kb, 4);
+	for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++)
+		fp_write(&f, i, sizes[i]);
+	smb_writer_flush(f.w);
+	fp_commit(&f, 0);
+	ck_assert_int_eq(svc_session_stop(fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
+	ck_assert_int_eq(fx.done_error, 0);
+	trace_load(&t, fx.out);
+	check_head(&t);
+	check_producer_packets(&t, sizes, ARRAY_SIZE(sizes));
+	trace_free(&t);
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
+START_TEST(test_periodic_flush_and_clear)
+{
+	struct fx fx;
+	struct fp f;
+	Perfetto__Protos__TraceConfig *cfg = make_config(0, 0);
+	Perfetto__Protos__TraceConfig__IncrementalStateConfig isc =
+		PERFETTO__PROTOS__TRACE_CONFIG__INCREMENTAL_STATE_CONFIG__INIT;
+	struct svc_session_hooks h = { .done = on_done };
+
+	fx_init(&fx, NULL);
+	fp_connect(&f, &fx, 4096, 64 * 1024);
+	f.incremental = true;
+	fp_register(&f, true);
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME), TIMEOUT_MS));
+	cfg->has_flush_period_ms = true;
+	cfg->flush_period_ms = 100;
+	isc.has_clear_period_ms = true;
+	isc.clear_period_ms = 100;
+	cfg->incremental_state_config = &isc;
+	ck_assert_int_eq(svc_session_start(fx.svc, cfg, fx.out_fd, &h, &fx, &fx.ss), 0);
+	cfg->incremental_state_config = NULL;
+	free_config(cfg);
+	ck_assert(RUN_UNTIL(fx.e, f.n_flush >= 2 && f.n_clear >= 2, TIMEOUT_MS));
+	/* reason periodic (1) | initiator traced (1 << 4) */
+	ck_assert_uint_eq(f.flush_flags, 0x11);
+	ck_assert_int_eq(svc_session_stop(fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
+	ck_assert_uint_eq(f.flush_flags, 0x12);
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
+START_TEST(test_write_errors)
+{
+	struct fx fx;
+	struct fp f;
+	Perfetto__Protos__TraceConfig *cfg = make_config(0, 0);
+	struct svc_session_hooks h = { .done = on_done };
+	struct svc_session *ss = NULL;
+	struct rlimit rl, old;
+	struct stat sb;
+	int full;
+
+	fx_init(&fx, NULL);
+	/* A disk that is full from the start: the session does not start. */
+	full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(full, 0);
+	ck_assert_int_eq(svc_session_start(fx.svc, cfg, full, &h, &fx, &ss), -ENOSPC);
+	ck_assert_ptr_null(ss);
+	close(full);
+
+	/* A file that cannot grow past 64 KiB while data comes in: the session
+	 * ends with the error instead of pretending the file is complete. */
+	fp_connect(&f, &fx, 4096, 256 * 1024);
+	fp_register(&f, true);
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME), TIMEOUT_MS));
+	ck_assert_int_eq(svc_session_start(fx.svc, cfg, fx.out_fd, &h, &fx, &fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, f.n_log >= 3, TIMEOUT_MS));
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	rl.rlim_cur = 64 * 1024;
+	rl.rlim_max = old.rlim_max;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	for (unsigned i = 0; i < 10; i++)
+		fp_write(&f, i, 10000);
+	smb_writer_flush(f.w);
+	fp_commit(&f, 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	ck_assert_int_eq(fx.done_error, -EFBIG);
+	/* The producer was told to stop. */
+	ck_assert(RUN_UNTIL(fx.e, strchr(f.log, 'P') != NULL, TIMEOUT_MS));
+	ck_assert_int_eq(fstat(fx.out_fd, &sb), 0);
+	ck_assert_int_le(sb.st_size, 64 * 1024);
+	free_config(cfg);
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
+START_TEST(test_max_file_size)
+{
+	struct fx fx;
+	struct fp f;
+	Perfetto__Protos__TraceConfig *cfg = make_config(0, 0);
+	struct svc_session_hooks h = { .done = on_done };
+	struct trace_file t;
+	struct stat sb;
+
+	fx_init(&fx, NULL);
+	fp_connect(&f, &fx, 4096, 256 * 1024);
+	fp_register(&f, true);
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME), TIMEOUT_MS));
+	cfg->has_max_file_size_bytes = true;
+	cfg->max_file_size_bytes = 30000;
+	ck_assert_int_eq(svc_session_start(fx.svc, cfg, fx.out_fd, &h, &fx, &fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, f.n_log >= 3, TIMEOUT_MS));
+	for (unsigned i = 0; i < 10; i++)
+		fp_write(&f, i, 5000);
+	smb_writer_flush(f.w);
+	fp_commit(&f, 0);
+	/* traced stops writing before the limit and disables tracing. */
+	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
+	ck_assert_int_eq(fx.done_error, 0);
+	ck_assert(strchr(f.log, 'P') != NULL);
+	ck_assert_int_eq(fstat(fx.out_fd, &sb), 0);
+	ck_assert_int_lt(sb.st_size, 30000);
+	trace_load(&t, fx.out);
+	ck_assert_uint_ge(t.n, 8);
+	trace_free(&t);
+	free_config(cfg);
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
 static Suite *service_suite(void)
 {
 	Suite *s = suite_create("service");
@@ -1031,6 +1220,10 @@ static Suite *service_suite(void)
 	tcase_add_test(tc, test_producer_disconnect);
 	tcase_add_test(tc, test_late_registration_and_sync);
 	tcase_add_test(tc, test_duration_and_config_errors);
+	tcase_add_test(tc, test_shmem_emulation);
+	tcase_add_test(tc, test_periodic_flush_and_clear);
+	tcase_add_test(tc, test_write_errors);
+	tcase_add_test(tc, test_max_file_size);
 	suite_add_tcase(s, tc);
 	return s;
 }
