@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct procfs_stat pst;
 	const char *arg;
 	size_t pos = 0, prev = 0, len, args = 0;
-	char name[32];
+	char name[32], comm[2 * PROCFS_COMM_MAX];
 	int64_t i64;
 	uint64_t u64;
 
@@ -55,6 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (++args > size)
 			abort();
 	}
+
+	len = procfs_comm_to_name(buf, size, comm, sizeof(comm));
+	if (len > sizeof(comm) || len > 2 * size)
+		abort();
 
 	(void)procfs_parse_int_prefix(buf, buf + size, &i64);
 	(void)procfs_parse_uint_prefix(buf, buf + size, &u64);
