@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: arbitrary bytes as the contents of /proc/<pid>/status,
- * smaps_rollup, stat and cmdline, and as a /proc directory entry name.
+ * smaps_rollup, stat, cmdline and comm, and as a /proc directory entry name.
  * The parsers must stay inside the buffer (ASan checks the reads) and what
  * they return must point into it.
  */
