@@ -66,7 +66,9 @@ struct procfs_ds_stats {
 	/*
 	 * Pids from ftrace that had already exited when we looked: no /proc
 	 * entry is left to read their tgid, name or command line from, so they
-	 * are not in any ProcessTree.  Counted once per lookup.
+	 * are not in any ProcessTree.  Counted once per lookup.  (A bare
+	 * Thread{tid} would be worse than nothing: trace_processor reads a
+	 * missing tgid as 0 and files the thread under pid 0.)
 	 */
 	uint64_t pids_exited;
 	uint64_t vanished;           /* tasks that exited while a scan read them */
