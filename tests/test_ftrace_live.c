@@ -238,7 +238,7 @@ static Perfetto__Protos__FtraceConfig sched_config(char **events, size_t n, uint
  * says was consumed is in a bundle, and the summary agrees with the trace.
  */
 static void reconcile(const struct tp_trace_summary *s, const struct ftrace_ds_summary *sum,
-		      const bool *present, unsigned n_cpus, bool *ret_lost)
+		      const bool *present, unsigned n_cpus, bool *ret_lost, uint64_t *ret_lost_pages)
 {
 	bool lost = false;
 
@@ -266,13 +266,15 @@ static void reconcile(const struct tp_trace_summary *s, const struct ftrace_ds_s
 		ck_assert_uint_eq(sum->cpu[cpu].events, c->events);
 		ck_assert_uint_ge(sum->cpu[cpu].overrun, overrun);
 		ck_assert_uint_ge(sum->cpu[cpu].read_events, read);
-		/* Loss is visible both ways: a lost_events bundle iff the kernel overran. */
-		if (overrun > 0) {
+		/*
+		 * A flagged page reports a loss that happened before it was
+		 * read; a loss after the last read (a busy machine between the
+		 * flush and the END snapshot) is only in the stats.
+		 */
+		if (overrun > 0)
 			lost = true;
-			ck_assert_msg(c->lost_bundles > 0 || sum->cpu[cpu].pages_with_loss > 0,
-				      "cpu %u overran %llu events but no bundle says so", cpu,
-				      (unsigned long long)overrun);
-		}
+		*ret_lost_pages += sum->cpu[cpu].pages_with_loss;
+		ck_assert_uint_eq(sum->cpu[cpu].pages_with_loss > 0, c->lost_bundles > 0);
 	}
 	*ret_lost = lost;
 }
@@ -317,7 +319,7 @@ START_TEST(test_record_sched)
 	struct tp_workload wl;
 	bool present[TP_MAX_CPUS] = { 0 }, lost;
 	unsigned n_cpus = (unsigned)MIN(sysconf(_SC_NPROCESSORS_CONF), TP_MAX_CPUS);
-	uint64_t switches = 0;
+	uint64_t switches = 0, lost_pages = 0;
 	struct rec r;
 
 	online_cpus_with_buffers(present, n_cpus);
@@ -325,7 +327,9 @@ START_TEST(test_record_sched)
 
 	ck_assert_uint_ge(r.passes, 5); /* the drain timer ran */
 	ck_assert_uint_eq(s.stats_pairs, 1);
-	reconcile(&s, sum, present, n_cpus, &lost);
+	reconcile(&s, sum, present, n_cpus, &lost, &lost_pages);
+	if (lost)
+		fprintf(stderr, "note: the kernel overran with a 4 MiB buffer: is the machine overloaded?\n");
 	for (unsigned cpu = 0; cpu < n_cpus; cpu++)
 		switches += s.cpu[cpu].switches;
 	ck_assert_msg(switches > 10000, "only %llu switches", (unsigned long long)switches);
@@ -348,14 +352,15 @@ START_TEST(test_record_starved)
 	struct tp_workload wl;
 	bool present[TP_MAX_CPUS] = { 0 }, lost = false;
 	unsigned n_cpus = (unsigned)MIN(sysconf(_SC_NPROCESSORS_CONF), TP_MAX_CPUS);
-	uint64_t lost_total = 0, lost_bundles = 0;
+	uint64_t lost_total = 0, lost_bundles = 0, lost_pages = 0;
 	struct rec r;
 
 	online_cpus_with_buffers(present, n_cpus);
 	/* A tiny buffer drained every 2 s under heavy load must overrun. */
 	record(16, 2000, 4, 1500, &r, &s, &sum, &wl);
 
-	reconcile(&s, sum, present, n_cpus, &lost);
+	reconcile(&s, sum, present, n_cpus, &lost, &lost_pages);
+	ck_assert_uint_gt(lost_pages, 0);
 	ck_assert_msg(lost, "a 16 KiB buffer drained every 2 s did not overrun");
 	for (unsigned cpu = 0; cpu < n_cpus; cpu++) {
 		lost_total += sum->cpu[cpu].lost_events;
