@@ -134,6 +134,9 @@ struct svc *svc_free(struct svc *s)
 	if (!s)
 		return NULL;
 	svc_session_abort_all(s);
+	/* Close every connection first, like traced exiting: producers see
+	 * the socket go away, never a rejected command stream. */
+	s->host = ipc_host_free(s->host);
 	while (s->producers_head) {
 		struct svc_producer *p = s->producers_head;
 
@@ -149,7 +152,6 @@ struct svc *svc_free(struct svc *s)
 		SVC_LIST_REMOVE(sessions, s, ss);
 		ss->svc = NULL;
 	}
-	s->host = ipc_host_free(s->host);
 	s->out_defer = sd_event_source_disable_unref(s->out_defer);
 	sd_event_unref(s->event);
 	free(s);
