@@ -505,6 +505,163 @@ START_TEST(test_unknown_events_in_stats)
 }
 END_TEST
 
+static char *inst_file(const char *f)
+{
+	char p[600];
+	char *v = NULL;
+
+	(void)snprintf(p, sizeof(p), "%s/%s", g_inst_dir, f);
+	ck_assert_int_eq(read_full_file_at(AT_FDCWD, p, 1 << 16, &v, NULL), 0);
+	return v;
+}
+
+/*
+ * trace_clock mono_raw: every bundle says which clock its timestamps use
+ * and carries an (ftrace clock, boottime) pair taken together.
+ */
+START_TEST(test_mono_raw_clock_fields)
+{
+	char *events[] = { "sched/sched_switch" };
+	Perfetto__Protos__FtraceConfig cfg = sched_config(events, 1, 512, 50);
+	const struct ftrace_ds_hooks hooks = { .pass_done = on_pass };
+	struct ftrace_host *h = NULL;
+	struct ftrace_ds *ds = NULL;
+	Perfetto__Protos__Trace *t;
+	struct tp_workload wl;
+	sd_event *e = NULL;
+	size_t bundles = 0;
+	char *v;
+	struct rec r;
+
+	v = inst_file("trace_clock");
+	if (!strstr(v, "mono_raw")) {
+		free(v);
+		return; /* not on this kernel */
+	}
+	free(v);
+	cfg.has_use_monotonic_raw_clock = true;
+	cfg.use_monotonic_raw_clock = true;
+	rec_init(&r, 1);
+	ck_assert_int_ge(sd_event_new(&e), 0);
+	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
+	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, r.w[0], &hooks, &r, &ds, NULL), 0);
+	v = inst_file("trace_clock");
+	ck_assert_ptr_nonnull(strstr(v, "[mono_raw]"));
+	free(v);
+	ck_assert_int_eq(ftrace_ds_start(ds), 0);
+	ck_assert_int_eq(tp_workload_start("tp-live-clk", 1, 300, &wl), 0);
+	run_until_done(e, &wl);
+	ck_assert_int_eq(ftrace_ds_flush(ds), 0);
+	ftrace_ds_free(ds);
+	ftrace_host_free(h);
+	sd_event_unref(e);
+	rec_finish(&r);
+
+	t = perfetto__protos__trace__unpack(NULL, r.trace_len[0], (const uint8_t *)r.trace[0]);
+	ck_assert_ptr_nonnull(t);
+	for (size_t i = 0; i < t->n_packet; i++) {
+		const Perfetto__Protos__FtraceEventBundle *b = t->packet[i]->ftrace_events;
+
+		if (t->packet[i]->data_case != PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS)
+			continue;
+		bundles++;
+		ck_assert(b->has_ftrace_clock);
+		ck_assert_int_eq(b->ftrace_clock, PERFETTO__PROTOS__FTRACE_CLOCK__FTRACE_CLOCK_MONO_RAW);
+		ck_assert(b->has_ftrace_timestamp && b->ftrace_timestamp > 0);
+		ck_assert(b->has_boot_timestamp && b->boot_timestamp > 0);
+	}
+	ck_assert_uint_gt(bundles, 0);
+	perfetto__protos__trace__free_unpacked(t, NULL);
+	rec_free(&r);
+	assert_untouched();
+}
+END_TEST
+
+/*
+ * preserve_ftrace_buffer: the buffer, its size and the clock are left
+ * alone, what was already in the buffer is read, and the start says so.
+ */
+START_TEST(test_preserve_buffer)
+{
+	char *events[] = { "sched/sched_switch" };
+	Perfetto__Protos__FtraceConfig cfg = sched_config(events, 1, 512, 100);
+	struct ftrace_host *h = NULL;
+	struct ftrace_ds *ds = NULL;
+	Perfetto__Protos__Trace *t;
+	sd_event *e = NULL;
+	char *clock_before = inst_file("trace_clock"), *size_before = inst_file("buffer_size_kb"), *v;
+	char p[600];
+	bool preserve_start = false;
+	int fd;
+	struct rec r;
+
+	/* Something already in the buffer: a marker written before we start. */
+	(void)snprintf(p, sizeof(p), "%s/trace_marker", g_inst_dir);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write_all(fd, "tp-preserved", 12), 0);
+	close(fd);
+
+	cfg.has_preserve_ftrace_buffer = true;
+	cfg.preserve_ftrace_buffer = true;
+	events[0] = "ftrace/print";
+	rec_init(&r, 1);
+	ck_assert_int_ge(sd_event_new(&e), 0);
+	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
+	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, r.w[0], NULL, NULL, &ds, NULL), 0);
+	v = inst_file("trace_clock");
+	ck_assert_str_eq(v, clock_before);
+	free(v);
+	v = inst_file("buffer_size_kb");
+	ck_assert_str_eq(v, size_before);
+	free(v);
+	ck_assert_int_eq(ftrace_ds_start(ds), 0);
+	ck_assert_int_eq(ftrace_ds_flush(ds), 0);
+	ftrace_ds_free(ds);
+	ftrace_host_free(h);
+	sd_event_unref(e);
+	rec_finish(&r);
+
+	t = perfetto__protos__trace__unpack(NULL, r.trace_len[0], (const uint8_t *)r.trace[0]);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_uint_ge(t->n_packet, 3);
+	/* The first packet: START_OF_TRACE with preserve_ftrace_buffer, written at start. */
+	for (size_t i = 0; i < t->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *pk = t->packet[i];
+
+		if (pk->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_STATS &&
+		    pk->ftrace_stats->phase == PERFETTO__PROTOS__FTRACE_STATS__PHASE__START_OF_TRACE &&
+		    pk->ftrace_stats->has_preserve_ftrace_buffer && pk->ftrace_stats->preserve_ftrace_buffer) {
+			preserve_start = true;
+			ck_assert_uint_eq(i, 0);
+			break;
+		}
+	}
+	ck_assert(preserve_start);
+	{
+		/* the marker from before the start is in the trace */
+		bool found = false;
+
+		for (size_t i = 0; i < t->n_packet && !found; i++) {
+			const Perfetto__Protos__FtraceEventBundle *b = t->packet[i]->ftrace_events;
+
+			if (t->packet[i]->data_case != PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS)
+				continue;
+			for (size_t k = 0; k < b->n_event; k++)
+				if (b->event[k]->event_case == PERFETTO__PROTOS__FTRACE_EVENT__EVENT_PRINT &&
+				    strstr(b->event[k]->print->buf, "tp-preserved"))
+					found = true;
+		}
+		ck_assert_msg(found, "the marker written before start is not in the trace");
+	}
+	perfetto__protos__trace__free_unpacked(t, NULL);
+	free(clock_before);
+	free(size_before);
+	rec_free(&r);
+	assert_untouched();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("ftrace_live");
@@ -516,6 +673,8 @@ static Suite *suite(void)
 	tcase_add_test(k, test_record_sched);
 	tcase_add_test(k, test_record_starved);
 	tcase_add_test(k, test_two_sessions_one_instance);
+	tcase_add_test(k, test_mono_raw_clock_fields);
+	tcase_add_test(k, test_preserve_buffer);
 	suite_add_tcase(s, k);
 	return s;
 }

@@ -357,9 +357,16 @@ START_TEST(test_undo_restores_exactly)
 	ck_assert_ptr_null(strstr(v, "irq_handler_entry"));
 	free(v);
 
-	ck_assert_int_eq(ftrace_tracefs_activate(t, 0), 0);
+	/* drain_buffer_percent: buffer_percent written at start, remembered first. */
+	ck_assert_int_eq(ftrace_tracefs_activate(t, 30), 0);
 	v = read_text(g_inst_dir, "tracing_on");
 	ck_assert_str_eq(v, "1\n");
+	free(v);
+	v = read_text(g_inst_dir, "buffer_percent");
+	ck_assert_str_eq(v, "30\n");
+	free(v);
+	v = read_text(g_state_dir, strrchr(state, '/') + 1);
+	ck_assert_ptr_nonnull(strstr(v, "w buffer_percent 50\n"));
 	free(v);
 	ck_assert_int_eq(ftrace_tracefs_deactivate(t), 0);
 	ftrace_tracefs_release_events(t, evs, 3, ok);
