@@ -220,6 +220,13 @@ struct fp {
 	bool incremental;       /* descriptor: handles_incremental_state_clear */
 	int n_flush;
 	int n_clear;
+	/* every instance set up, each with its own writer (id = index + 1) */
+	struct {
+		uint64_t id;
+		uint32_t target_buffer;
+		struct smb_writer *w;
+	} ds[4];
+	size_t n_ds;
 };
 
 static void fp_log(struct fp *f, char c)
@@ -393,16 +400,23 @@ static void on_command(struct ipc_client *c, int error, const uint8_t *p, size_t
 
 		fp_log(f, 'S');
 		ck_assert_ptr_nonnull(dc);
-		ck_assert_str_eq(dc->name, DS_NAME);
+		ck_assert_int_eq(strncmp(dc->name, DS_NAME, strlen(DS_NAME)), 0);
 		f->ds_id = cmd->setup_data_source->new_instance_id;
 		f->target_buffer = dc->target_buffer;
 		f->session_id = dc->tracing_session_id;
 		f->duration_ms = dc->trace_duration_ms;
 		f->stop_timeout_ms = dc->stop_timeout_ms;
-		if (f->smb && !f->w) {
-			ck_assert_int_eq(smb_writer_new(f->smb, 1, dc->target_buffer, &f->w), 0);
+		if (f->smb && f->n_ds < ARRAY_SIZE(f->ds)) {
+			uint16_t wid = (uint16_t)(f->n_ds + 1);
+
+			ck_assert_int_eq(smb_writer_new(f->smb, wid, dc->target_buffer, &f->ds[f->n_ds].w), 0);
+			f->ds[f->n_ds].id = f->ds_id;
+			f->ds[f->n_ds].target_buffer = dc->target_buffer;
+			if (!f->w)
+				f->w = f->ds[f->n_ds].w;
+			f->n_ds++;
 			rw.has_trace_writer_id = rw.has_target_buffer = true;
-			rw.trace_writer_id = 1;
+			rw.trace_writer_id = wid;
 			rw.target_buffer = dc->target_buffer;
 			fp_invoke(f, M_REG_WRITER, &rw.base, NULL);
 		}
@@ -420,8 +434,10 @@ static void on_command(struct ipc_client *c, int error, const uint8_t *p, size_t
 		f->flush_ds = cmd->flush->n_data_source_ids == 1 ? cmd->flush->data_source_ids[0] : 0;
 		f->n_flush++;
 		if (f->ack_flush) {
-			if (f->w)
-				smb_writer_flush(f->w);
+			for (size_t i = 0; i < f->n_ds; i++)
+				for (size_t k = 0; k < cmd->flush->n_data_source_ids; k++)
+					if (cmd->flush->data_source_ids[k] == f->ds[i].id)
+						smb_writer_flush(f->ds[i].w);
 			fp_commit(f, f->flush_id);
 		}
 		break;
@@ -475,6 +491,30 @@ static void fp_connect(struct fp *f, struct fx *fx, uint32_t page_hint, uint32_t
 	ck_assert(f->direct_patching);
 }
 
+static void on_register_reply(struct ipc_client *c, int error, const uint8_t *p, size_t len, bool has_more,
+			      int fd, void *userdata)
+{
+	struct fp *f = userdata;
+
+	on_generic_reply(c, error, p, len, has_more, fd, userdata);
+	if (!error)
+		fp_log(f, 'R');
+}
+
+static void fp_register_name(struct fp *f, const char *name, bool notify, bool log_reply)
+{
+	Perfetto__Protos__RegisterDataSourceRequest rq = PERFETTO__PROTOS__REGISTER_DATA_SOURCE_REQUEST__INIT;
+	Perfetto__Protos__DataSourceDescriptor d = PERFETTO__PROTOS__DATA_SOURCE_DESCRIPTOR__INIT;
+
+	d.name = (char *)name;
+	d.has_will_notify_on_start = d.has_will_notify_on_stop = true;
+	d.will_notify_on_start = d.will_notify_on_stop = notify;
+	d.has_handles_incremental_state_clear = f->incremental;
+	d.handles_incremental_state_clear = f->incremental;
+	rq.data_source_descriptor = &d;
+	fp_invoke(f, M_REGISTER, &rq.base, log_reply ? on_register_reply : on_generic_reply);
+}
+
 static void fp_register(struct fp *f, bool notify)
 {
 	Perfetto__Protos__RegisterDataSourceRequest rq = PERFETTO__PROTOS__REGISTER_DATA_SOURCE_REQUEST__INIT;
@@ -491,7 +531,9 @@ static void fp_register(struct fp *f, bool notify)
 
 static void fp_close(struct fp *f)
 {
-	f->w = smb_writer_free(f->w);
+	for (size_t i = 0; i < f->n_ds; i++)
+		f->ds[i].w = smb_writer_free(f->ds[i].w);
+	f->w = NULL;
 	f->smb = smb_free(f->smb);
 	if (f->local)
 		(void)munmap(f->local, f->local_size);
@@ -518,16 +560,21 @@ static size_t expected_packet(unsigned i, size_t size, uint8_t *buf, size_t cap)
 	return (size_t)(w.cur - buf);
 }
 
-static void fp_write(struct fp *f, unsigned i, size_t size)
+static void writer_write(struct smb_writer *sw, unsigned i, size_t size)
 {
 	uint8_t *buf = malloc(size + 64);
 	size_t len = expected_packet(i, size, buf, size + 64);
-	struct pbw *w = smb_writer_begin_packet(f->w);
+	struct pbw *w = smb_writer_begin_packet(sw);
 
 	ck_assert_ptr_nonnull(w);
 	pbw_append_raw(w, buf, len);
-	ck_assert_int_eq(smb_writer_end_packet(f->w), 0);
+	ck_assert_int_eq(smb_writer_end_packet(sw), 0);
 	free(buf);
+}
+
+static void fp_write(struct fp *f, unsigned i, size_t size)
+{
+	writer_write(f->w, i, size);
 }
 
 /* ---- reading the output --------------------------------------------------- */
@@ -687,7 +734,7 @@ static void check_head(const struct trace_file *t)
 	cfg = find_case(t, PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACE_CONFIG);
 	ck_assert_ptr_nonnull(cfg);
 	ck_assert_uint_eq(cfg->tp->trace_config->n_data_sources, 1);
-	ck_assert_str_eq(cfg->tp->trace_config->data_sources[0]->config->name, DS_NAME);
+	ck_assert_int_eq(strncmp(cfg->tp->trace_config->data_sources[0]->config->name, DS_NAME, strlen(DS_NAME)), 0);
 	ck_assert_ptr_nonnull(find_case(t, PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACE_UUID));
 	ck_assert_ptr_nonnull(find_case(t, PERFETTO__PROTOS__TRACE_PACKET__DATA_SYNCHRONIZATION_MARKER));
 	si = find_case(t, PERFETTO__PROTOS__TRACE_PACKET__DATA_SYSTEM_INFO);
@@ -998,10 +1045,11 @@ START_TEST(test_late_registration_and_sync)
 
 	/* A producer registering now gets Setup and Start at once, before the
 	 * reply to a Sync sent right after the registration. */
-	fp_register(&f, true);
+	fp_register_name(&f, DS_NAME, true, /* log_reply= */ true);
 	fp_invoke(&f, M_SYNC, &sy.base, on_sync_reply);
-	ck_assert_msg(RUN_UNTIL(fx.e, f.n_log >= 4, TIMEOUT_MS), "log %s", f.log);
-	ck_assert_str_eq(f.log, "TSsY");
+	ck_assert_msg(RUN_UNTIL(fx.e, f.n_log >= 5, TIMEOUT_MS), "log %s", f.log);
+	/* the reply first, then the commands it caused, then the Sync reply */
+	ck_assert_str_eq(f.log, "RTSsY");
 	ck_assert_uint_eq(f.page_kb, 4);
 	{
 		struct stat sb;
@@ -1011,7 +1059,7 @@ START_TEST(test_late_registration_and_sync)
 	}
 	ck_assert_int_eq(svc_session_stop(fx.ss), 0);
 	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
-	ck_assert_str_eq(f.log, "TSsYFP");
+	ck_assert_str_eq(f.log, "RTSsYFP");
 	fp_close(&f);
 	fx_done(&fx);
 }
@@ -1207,6 +1255,73 @@ START_TEST(test_max_file_size)
 }
 END_TEST
 
+START_TEST(test_two_sessions)
+{
+	struct fx fx, fx2;
+	struct fp f;
+	struct trace_file t;
+	Perfetto__Protos__TraceConfig *cfg2 = make_config(0, 0);
+	struct svc_session_hooks h2 = { .done = on_done };
+	static const size_t sizes1[] = { 100, 6000, 7 };
+	static const size_t sizes2[] = { 9, 300 };
+
+	fx_init(&fx, NULL);
+	/* a second output file, same service */
+	memset(&fx2, 0, sizeof(fx2));
+	snprintf(fx2.out, sizeof(fx2.out), "%s/out2.pftrace", fx.dir);
+	fx2.out_fd = open(fx2.out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fx2.out_fd, 0);
+
+	fp_connect(&f, &fx, 4096, 128 * 1024);
+	fp_register(&f, true);
+	fp_register_name(&f, DS_NAME "2", true, false);
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME "2"), TIMEOUT_MS));
+	fx_start(&fx, 0, 0);
+	free(cfg2->data_sources[0]->config->name);
+	cfg2->data_sources[0]->config->name = strdup(DS_NAME "2");
+	ck_assert_int_eq(svc_session_start(fx.svc, cfg2, fx2.out_fd, &h2, &fx2, &fx2.ss), 0);
+	free_config(cfg2);
+	ck_assert(RUN_UNTIL(fx.e, f.n_ds == 2 && f.n_log >= 5, TIMEOUT_MS));
+	/* one SMB for the connection: SetupTracing only once */
+	ck_assert_str_eq(f.log, "TSsSs");
+	ck_assert_uint_ne(svc_session_id(fx.ss), svc_session_id(fx2.ss));
+	ck_assert_uint_ne(f.ds[0].target_buffer, f.ds[1].target_buffer);
+
+	for (unsigned i = 0; i < ARRAY_SIZE(sizes1); i++)
+		writer_write(f.ds[0].w, i, sizes1[i]);
+	for (unsigned i = 0; i < ARRAY_SIZE(sizes2); i++)
+		writer_write(f.ds[1].w, i, sizes2[i]);
+	fp_commit(&f, 0);
+
+	/* Stopping the second session leaves the first one running. */
+	ck_assert_int_eq(svc_session_stop(fx2.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx2.done, TIMEOUT_MS));
+	ck_assert_int_eq(fx2.done_error, 0);
+	ck_assert(!fx.done);
+	ck_assert_uint_eq(f.flush_ds, f.ds[1].id);
+	ck_assert_uint_eq(f.stop_id, f.ds[1].id);
+	ck_assert_int_eq(svc_session_stop(fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
+	ck_assert_int_eq(fx.done_error, 0);
+	ck_assert_str_eq(f.log, "TSsSsFPFP");
+
+	trace_load(&t, fx.out);
+	check_head(&t);
+	check_producer_packets(&t, sizes1, ARRAY_SIZE(sizes1));
+	trace_free(&t);
+	trace_load(&t, fx2.out);
+	check_head(&t);
+	check_producer_packets(&t, sizes2, ARRAY_SIZE(sizes2));
+	trace_free(&t);
+
+	fx2.ss = svc_session_free(fx2.ss);
+	closep(&fx2.out_fd);
+	(void)unlink(fx2.out);
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
 static Suite *service_suite(void)
 {
 	Suite *s = suite_create("service");
@@ -1224,6 +1339,7 @@ static Suite *service_suite(void)
 	tcase_add_test(tc, test_periodic_flush_and_clear);
 	tcase_add_test(tc, test_write_errors);
 	tcase_add_test(tc, test_max_file_size);
+	tcase_add_test(tc, test_two_sessions);
 	suite_add_tcase(s, tc);
 	return s;
 }
