@@ -1022,6 +1022,181 @@ static int copy_cb(const struct smb_packet *pk, void *userdata)
 	return 0;
 }
 
+/* A chunk never holds more than 1022 fragments, even when there is room. */
+START_TEST(test_fragment_count_limit)
+{
+	struct shm m;
+	struct smb_writer *w;
+	struct smb_commit cm;
+	struct smb_writer_stats ws;
+	uint16_t packets;
+
+	shm_setup(&m, 256 * KIB, 32 * KIB);
+	ck_assert_int_eq(smb_writer_new(m.smb, 1, TARGET_BUFFER, &w), 0);
+	for (uint32_t i = 0; i < 1500; i++) {
+		struct pbw *p = smb_writer_begin_packet(w);
+
+		pbw_varint(p, 8, 1);
+		ck_assert_int_eq(smb_writer_end_packet(w), 0);
+	}
+	smb_writer_flush(w);
+	smb_writer_get_stats(w, &ws);
+	ck_assert_uint_eq(ws.chunks_acquired, 2);
+	ck_assert(smb_take_commit(m.smb, &cm));
+	ck_assert_uint_eq(cm.n_moves, 2);
+	memcpy(&packets, m.svc + 8 + 6, 2);
+	ck_assert_uint_eq(packets, 1022);
+	memcpy(&packets, m.svc + 32 * KIB + 8 + 6, 2);
+	ck_assert_uint_eq(packets, 1500 - 1022);
+	w = smb_writer_free(w);
+	shm_teardown(&m);
+}
+END_TEST
+
+/*
+ * Patch slots are bounded (chunks x nesting).  A service that frees chunks
+ * without ever being told about them lets a writer cross chunks without
+ * end; when the slots run out the packet is dropped, never overrun.
+ */
+START_TEST(test_patch_slots_bounded)
+{
+	struct shm m;
+	struct smb_writer *w;
+	struct smb_commit cm;
+	struct smb_stats st;
+	struct smb_writer_stats ws;
+	uint8_t blob[200];
+	struct pbw *p;
+
+	memset(blob, 0x33, sizeof(blob));
+	shm_setup(&m, 16 * KIB, 4 * KIB);
+	ck_assert_int_eq(smb_writer_new(m.smb, 1, TARGET_BUFFER, &w), 0);
+	p = smb_writer_begin_packet(w);
+	for (int i = 0; i < 3000; i++) {
+		pbw_begin_nested(p, 1);
+		pbw_bytes(p, 2, blob, sizeof(blob));
+		pbw_end_nested(p);
+		for (size_t k = 0; k < 4; k++)
+			__atomic_store_n((uint32_t *)(m.svc + k * 4 * KIB), 0, __ATOMIC_RELEASE);
+	}
+	ck_assert_int_eq(smb_writer_end_packet(w), -ENOSPC);
+	smb_get_stats(m.smb, &st);
+	ck_assert_uint_eq(st.patch_slots_full, 1);
+	ck_assert_uint_gt(st.chunks_lost, 0); /* more releases than the commit list holds */
+	smb_writer_get_stats(w, &ws);
+	ck_assert_uint_eq(ws.patches, 4 * PBW_MAX_NESTING);
+	ck_assert_uint_eq(ws.packets_dropped, 1);
+
+	/* taking the commit frees the slots; the next packet says what was lost */
+	ck_assert(smb_take_commit(m.smb, &cm));
+	ck_assert_uint_eq(cm.n_patches, 4 * PBW_MAX_NESTING);
+	for (size_t i = 0; i < cm.n_patches; i++)
+		ck_assert(!cm.patches[i].has_more);
+	for (size_t k = 0; k < 4; k++)
+		__atomic_store_n((uint32_t *)(m.svc + k * 4 * KIB), 0, __ATOMIC_RELEASE);
+	p = smb_writer_begin_packet(w);
+	pbw_varint(p, 8, 1);
+	ck_assert_int_eq(smb_writer_end_packet(w), 0);
+	{
+		struct prefix x;
+		const uint8_t *c = NULL;
+
+		smb_writer_flush(w);
+		ck_assert(smb_take_commit(m.smb, &cm));
+		ck_assert_uint_eq(cm.n_moves, 1);
+		c = m.svc + cm.moves[0].page * 4 * KIB + 16;
+		x = parse_prefix(c + 1, c[0]);
+		ck_assert(x.has_dropped);
+		ck_assert_uint_eq(x.dropped, 257);
+		ck_assert(!x.has_first);
+		ck_assert_uint_eq(x.idx, 1);
+	}
+	w = smb_writer_free(w);
+	shm_teardown(&m);
+}
+END_TEST
+
+/* Patches of one chunk come together; has_more is set while one is still open. */
+START_TEST(test_patch_has_more)
+{
+	struct shm m;
+	struct smb_writer *w;
+	struct smb_commit cm;
+	uint8_t blob[3000];
+	struct pbw *p;
+
+	memset(blob, 0x44, sizeof(blob));
+	shm_setup(&m, 64 * KIB, 4 * KIB);
+	ck_assert_int_eq(smb_writer_new(m.smb, 1, TARGET_BUFFER, &w), 0);
+	p = smb_writer_begin_packet(w);
+	pbw_begin_nested(p, 1);             /* A: opened in chunk 0 */
+	pbw_begin_nested(p, 2);             /* B: opened in chunk 0 */
+	pbw_bytes(p, 3, blob, sizeof(blob));
+	pbw_bytes(p, 3, blob, sizeof(blob)); /* crosses into chunk 1 */
+	pbw_end_nested(p);                  /* B done, A still open */
+	ck_assert(smb_take_commit(m.smb, &cm));
+	ck_assert_uint_eq(cm.n_moves, 1);
+	ck_assert_uint_eq(cm.n_patches, 1);
+	ck_assert_uint_eq(cm.patches[0].chunk_id, 0);
+	ck_assert(cm.patches[0].has_more); /* A's patch is still pending */
+	ck_assert_uint_eq(cm.patches[0].writer_id, 1);
+	ck_assert_uint_eq(cm.patches[0].target_buffer, TARGET_BUFFER);
+	/* prefix, field 87, A's tag, A's length, B's tag: then B's length */
+	ck_assert_uint_eq(cm.patches[0].offset, 4 + 3 + 1 + 4 + 1);
+	ck_assert_uint_eq(cm.patches[0].data[0], ((3000 + 3) * 2) % 128 | 0x80);
+	pbw_end_nested(p);
+	ck_assert_int_eq(smb_writer_end_packet(w), 0);
+	ck_assert(smb_take_commit(m.smb, &cm));
+	ck_assert_uint_eq(cm.n_moves, 0);
+	ck_assert_uint_eq(cm.n_patches, 1);
+	ck_assert_uint_eq(cm.patches[0].offset, 4 + 3 + 1);
+	ck_assert(!cm.patches[0].has_more);
+	/* the chunk was flagged before it was handed over */
+	ck_assert_uint_eq(m.svc[8 + 7] & 0x10, 0x10);
+	ck_assert(!smb_take_commit(m.smb, &cm));
+	w = smb_writer_free(w);
+	shm_teardown(&m);
+}
+END_TEST
+
+/* Freeing a writer in the middle of a packet finishes and hands it over. */
+START_TEST(test_writer_free_mid_packet)
+{
+	struct shm m;
+	struct smb_writer *w;
+	struct smb_commit cm;
+	struct smb_reader *r;
+	struct copy got = {};
+	struct pbw *p;
+
+	shm_setup(&m, 64 * KIB, 4 * KIB);
+	r = reader_for(&m, MIB);
+	ck_assert_int_eq(smb_writer_new(m.smb, 1, TARGET_BUFFER, &w), 0);
+	p = smb_writer_begin_packet(w);
+	pbw_varint(p, 8, 77);
+	pbw_begin_nested(p, 1);
+	pbw_varint(p, 1, 1);
+	w = smb_writer_free(w);
+	ck_assert_ptr_null(w);
+	ck_assert(smb_take_commit(m.smb, &cm));
+	ck_assert_uint_eq(cm.n_moves, 1);
+	ck_assert_int_eq(smb_reader_move(r, &cm.moves[0]), 0);
+	ck_assert_int_eq(smb_reader_read_packets(r, true, copy_cb, &got), 1);
+	{
+		const uint8_t want[] = { 0xb8, 0x05, 0x01, 0x40, 77, 0x0a, 0x02, 0x08, 0x01 };
+
+		ck_assert_uint_eq(got.len, sizeof(want));
+		ck_assert(memcmp(got.data, want, sizeof(want)) == 0);
+	}
+	/* the id is free again */
+	ck_assert_int_eq(smb_writer_new(m.smb, 1, TARGET_BUFFER, &w), 0);
+	w = smb_writer_free(w);
+	free(got.data);
+	r = smb_reader_free(r);
+	shm_teardown(&m);
+}
+END_TEST
+
 /* Small nested messages cut by chunk boundaries still decode (protobuf-c). */
 START_TEST(test_small_nested_across_chunks)
 {
@@ -1371,7 +1546,7 @@ START_TEST(test_reject_reserved_fields)
 	struct smb_reader_stats rs;
 	struct built c;
 	struct rec rc = {};
-	uint8_t pk[16];
+	uint8_t pk[64];
 
 	chunk_begin(&c, 0, 1, ARRAY_SIZE(reserved) + 7, 0);
 	chunk_pkt(&c, 1);
@@ -1382,6 +1557,7 @@ START_TEST(test_reject_reserved_fields)
 		pbw_init(&w, pk, sizeof(pk), NULL, NULL);
 		pbw_varint(&w, 8, 2);
 		pbw_varint(&w, reserved[i], 1);
+		ck_assert(!pbw_overflowed(&w));
 		chunk_frag(&c, pk, (size_t)pbw_position(&w));
 	}
 	chunk_frag(&c, "\x40\x02\x0b\x0c", 4);     /* a group start (wire type 3) */
@@ -1651,6 +1827,10 @@ static Suite *smb_suite(void)
 
 	tc = tcase_create("abi");
 	tcase_add_test(tc, test_chunk_header_bytes);
+	tcase_add_test(tc, test_fragment_count_limit);
+	tcase_add_test(tc, test_patch_slots_bounded);
+	tcase_add_test(tc, test_patch_has_more);
+	tcase_add_test(tc, test_writer_free_mid_packet);
 	tcase_add_test(tc, test_reject_indices_and_states);
 	tcase_add_test(tc, test_reject_bad_chunks);
 	tcase_add_test(tc, test_reject_reserved_fields);
