@@ -59,6 +59,10 @@ int smb_new_from_fd(int fd, size_t page_size, struct smb **ret);
  */
 struct smb *smb_free(struct smb *smb);
 
+/**
+ * smb_size - bytes in the buffer.  smb_page_size(), smb_base(): its page
+ * size and where it is mapped.
+ */
 size_t smb_size(const struct smb *smb);
 size_t smb_page_size(const struct smb *smb);
 void *smb_base(const struct smb *smb);
@@ -127,6 +131,10 @@ void smb_chunk_release_local(struct smb *smb, uint32_t page, uint32_t chunk);
  * at once when this reaches half the buffer instead of waiting for the cycle.
  */
 size_t smb_pending_moves(const struct smb *smb);
+
+/**
+ * smb_num_chunks - chunks in the buffer (one per page).
+ */
 size_t smb_num_chunks(const struct smb *smb);
 
 /**
@@ -144,6 +152,9 @@ struct smb_stats {
 	uint64_t patch_slots_full;  /* packet dropped: no room to record a patch */
 };
 
+/**
+ * smb_get_stats - counters of the arbiter, for logs and tests.
+ */
 void smb_get_stats(const struct smb *smb, struct smb_stats *ret);
 
 /* ---- trace writer: one sequence (writer id) into one target buffer ------- */
@@ -194,6 +205,10 @@ int smb_writer_end_packet(struct smb_writer *w);
  */
 void smb_writer_flush(struct smb_writer *w);
 
+/**
+ * smb_writer_id - the writer id; smb_writer_target_buffer(): its buffer;
+ * smb_writer_get_stats(): its counters.
+ */
 uint16_t smb_writer_id(const struct smb_writer *w);
 uint32_t smb_writer_target_buffer(const struct smb_writer *w);
 void smb_writer_get_stats(const struct smb_writer *w, struct smb_writer_stats *ret);
@@ -235,6 +250,9 @@ struct smb_reader_stats {
  */
 int smb_reader_new(void *base, size_t size, size_t page_size, size_t max_bytes,
 		   struct smb_reader **ret);
+/**
+ * smb_reader_free - drop every chunk still held and free the reader.
+ */
 struct smb_reader *smb_reader_free(struct smb_reader *r);
 
 /**
@@ -252,9 +270,12 @@ void smb_reader_set_first_sequence_id(struct smb_reader *r, uint32_t first);
 
 /**
  * smb_reader_move - copy one committed chunk out of shared memory
- * (Complete -> BeingRead -> Free).  Untrusted: every field is checked.
+ * (Complete -> BeingRead -> Free).  Untrusted: every field is checked, and
+ * the chunk is freed even when its header is then rejected.
  * Returns: 0, -EAGAIN if the chunk was not Complete, -EBADMSG on ABI
- * violations, -EINVAL for bad indices.
+ * violations (bad writer id, target buffer not allowed, duplicate or stale
+ * chunk id), -EINVAL for bad indices, -ENOBUFS if the chunk alone exceeds
+ * max_bytes.
  */
 int smb_reader_move(struct smb_reader *r, const struct smb_chunk_move *m);
 
@@ -288,4 +309,7 @@ int smb_reader_patch(struct smb_reader *r, const struct smb_patch *p);
 int smb_reader_read_packets(struct smb_reader *r, bool final,
 			    int (*cb)(const struct smb_packet *p, void *userdata), void *userdata);
 
+/**
+ * smb_reader_get_stats - what was read, lost and rejected so far.
+ */
 void smb_reader_get_stats(const struct smb_reader *r, struct smb_reader_stats *ret);
