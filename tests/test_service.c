@@ -330,13 +330,35 @@ static void fp_commit(struct fp *f, uint64_t flush_id)
 {
 	Perfetto__Protos__CommitDataRequest req = PERFETTO__PROTOS__COMMIT_DATA_REQUEST__INIT;
 	Perfetto__Protos__CommitDataRequest__ChunksToMove mv[256], *mvp[256];
+	Perfetto__Protos__CommitDataRequest__ChunkToPatch cp[64], *cpp[64];
+	Perfetto__Protos__CommitDataRequest__ChunkToPatch__Patch pt[64], *ptp[64];
 	struct smb_commit cm = { 0 };
 
 	if (f->smb && smb_take_commit(f->smb, &cm)) {
 		size_t psize = smb_page_size(f->smb);
 
 		ck_assert_uint_le(cm.n_moves, 256);
-		ck_assert_uint_eq(cm.n_patches, 0);
+		ck_assert_uint_le(cm.n_patches, 64);
+		for (size_t i = 0; i < cm.n_patches; i++) {
+			perfetto__protos__commit_data_request__chunk_to_patch__init(&cp[i]);
+			perfetto__protos__commit_data_request__chunk_to_patch__patch__init(&pt[i]);
+			cp[i].has_target_buffer = cp[i].has_writer_id = cp[i].has_chunk_id = true;
+			cp[i].target_buffer = cm.patches[i].target_buffer;
+			cp[i].writer_id = cm.patches[i].writer_id;
+			cp[i].chunk_id = cm.patches[i].chunk_id;
+			cp[i].has_has_more_patches = true;
+			cp[i].has_more_patches = cm.patches[i].has_more;
+			pt[i].has_offset = pt[i].has_data = true;
+			pt[i].offset = cm.patches[i].offset;
+			pt[i].data.data = (uint8_t *)cm.patches[i].data;
+			pt[i].data.len = 4;
+			ptp[i] = &pt[i];
+			cp[i].n_patches = 1;
+			cp[i].patches = &ptp[i];
+			cpp[i] = &cp[i];
+		}
+		req.n_chunks_to_patch = cm.n_patches;
+		req.chunks_to_patch = cpp;
 		for (size_t i = 0; i < cm.n_moves; i++) {
 			perfetto__protos__commit_data_request__chunks_to_move__init(&mv[i]);
 			mv[i].has_page = mv[i].has_chunk = mv[i].has_target_buffer = true;
@@ -542,6 +564,11 @@ static void fp_close(struct fp *f)
 	closep(&f->smb_fd);
 }
 
+/* When set, the payload sits inside a nested message (NESTED_FIELD), whose
+ * 4-byte length the SMB writer has to patch when it spans chunks. */
+static bool nested_mode;
+#define NESTED_FIELD 1002u
+
 /* Packet i: timestamp (8) = i + 1 and a payload (PAYLOAD_FIELD) of @size
  * bytes derived from i. */
 static size_t expected_packet(unsigned i, size_t size, uint8_t *buf, size_t cap)
@@ -554,7 +581,11 @@ static size_t expected_packet(unsigned i, size_t size, uint8_t *buf, size_t cap)
 		payload[j] = (uint8_t)(i * 31 + j);
 	pbw_init(&w, buf, cap, NULL, NULL);
 	pbw_varint(&w, 8, i + 1);
+	if (nested_mode)
+		pbw_begin_nested(&w, NESTED_FIELD);
 	pbw_bytes(&w, PAYLOAD_FIELD, payload, size);
+	if (nested_mode)
+		(void)pbw_end_nested(&w);
 	ck_assert(!pbw_overflowed(&w));
 	free(payload);
 	return (size_t)(w.cur - buf);
@@ -562,14 +593,21 @@ static size_t expected_packet(unsigned i, size_t size, uint8_t *buf, size_t cap)
 
 static void writer_write(struct smb_writer *sw, unsigned i, size_t size)
 {
-	uint8_t *buf = malloc(size + 64);
-	size_t len = expected_packet(i, size, buf, size + 64);
+	uint8_t *payload = malloc(size + 1);
 	struct pbw *w = smb_writer_begin_packet(sw);
 
+	ck_assert_ptr_nonnull(payload);
 	ck_assert_ptr_nonnull(w);
-	pbw_append_raw(w, buf, len);
+	for (size_t j = 0; j < size; j++)
+		payload[j] = (uint8_t)(i * 31 + j);
+	pbw_varint(w, 8, i + 1);
+	if (nested_mode)
+		pbw_begin_nested(w, NESTED_FIELD);
+	pbw_bytes(w, PAYLOAD_FIELD, payload, size);
+	if (nested_mode)
+		(void)pbw_end_nested(w);
 	ck_assert_int_eq(smb_writer_end_packet(sw), 0);
-	free(buf);
+	free(payload);
 }
 
 static void fp_write(struct fp *f, unsigned i, size_t size)
@@ -1322,6 +1360,115 @@ START_TEST(test_two_sessions)
 }
 END_TEST
 
+START_TEST(test_patched_packets)
+{
+	struct fx fx;
+	struct fp f;
+	struct trace_file t;
+	struct svc_session_stats st;
+	/* nested payloads longer than a 4 KiB chunk: their lengths are patched */
+	static const size_t sizes[] = { 9000, 50, 12000 };
+
+	nested_mode = true;
+	fx_init(&fx, NULL);
+	fp_connect(&f, &fx, 4096, 64 * 1024);
+	fp_register(&f, true);
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME), TIMEOUT_MS));
+	fx_start(&fx, 0, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.n_log >= 3, TIMEOUT_MS));
+	for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
+		fp_write(&f, i, sizes[i]);
+		fp_commit(&f, 0);
+	}
+	ck_assert_int_eq(svc_session_stop(fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
+	ck_assert_int_eq(svc_session_get_stats(fx.ss, &st), 0);
+	ck_assert_uint_ge(st.patches_applied, 2);
+	ck_assert_uint_eq(st.patches_failed, 0);
+	trace_load(&t, fx.out);
+	check_producer_packets(&t, sizes, ARRAY_SIZE(sizes));
+	trace_free(&t);
+	fp_close(&f);
+	fx_done(&fx);
+	nested_mode = false;
+}
+END_TEST
+
+/* Lay out one Complete Div1 chunk by hand in the producer's SMB. */
+static void craft_chunk(struct fp *f, unsigned page, uint16_t writer_id, uint32_t chunk_id, uint16_t count,
+			const uint8_t *payload, size_t len)
+{
+	uint8_t *pg = (uint8_t *)smb_base(f->smb) + (size_t)page * smb_page_size(f->smb);
+
+	ck_assert_uint_le(len, smb_page_size(f->smb) - 16);
+	memcpy(pg + 8, &chunk_id, 4);
+	memcpy(pg + 12, &writer_id, 2);
+	memcpy(pg + 14, &count, 2);
+	memcpy(pg + 16, payload, len);
+	/* layout Div1 (1 << 28), chunk 0 Complete (3) */
+	__atomic_store_n((uint32_t *)pg, (1u << 28) | 3u, __ATOMIC_RELEASE);
+}
+
+START_TEST(test_malformed_chunks)
+{
+	struct fx fx;
+	struct fp f;
+	struct trace_file t;
+	struct svc_session_stats st;
+	static const size_t sizes[] = { 40, 41 };
+	/* a fragment claiming 5000 bytes in a 4080-byte payload */
+	static const uint8_t too_long[] = { 0x88, 0x27, 0x08, 0x01 };
+	static const uint8_t ok[] = { 0x02, 0x40, 0x07 };
+	struct pbw *w;
+
+	fx_init(&fx, NULL);
+	fp_connect(&f, &fx, 4096, 64 * 1024);
+	fp_register(&f, true);
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME), TIMEOUT_MS));
+	fx_start(&fx, 0, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.n_log >= 3, TIMEOUT_MS));
+
+	/* writer id 0 is invalid */
+	craft_chunk(&f, 15, 0, 0, 1, ok, sizeof(ok));
+	fp_commit_raw(&f, 15, 0, f.target_buffer);
+	/* a fragment running past the end of its chunk */
+	craft_chunk(&f, 14, 9, 0, 1, too_long, sizeof(too_long));
+	fp_commit_raw(&f, 14, 0, f.target_buffer);
+	/* a chunk naming a buffer this producer may not write into */
+	craft_chunk(&f, 13, 10, 0, 1, ok, sizeof(ok));
+	fp_commit_raw(&f, 13, 0, f.target_buffer + 100);
+	/* a packet setting a field only the service may write (trusted_uid) */
+	fp_write(&f, 0, sizes[0]);
+	w = smb_writer_begin_packet(f.w);
+	pbw_varint(w, 3, 12345);
+	ck_assert_int_eq(smb_writer_end_packet(f.w), 0);
+	writer_write(f.w, 1, sizes[1]);
+	smb_writer_flush(f.w);
+	fp_commit(&f, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.replies == 5, TIMEOUT_MS));
+
+	ck_assert_int_eq(svc_session_get_stats(fx.ss, &st), 0);
+	ck_assert_uint_ge(st.chunks_discarded, 2);
+	ck_assert_uint_ge(st.abi_violations, 2);
+	ck_assert_uint_eq(st.invalid_packets, 1);
+	ck_assert_uint_eq(st.packets, 2);
+	/* the chunks were handed back to the producer */
+	for (unsigned pg = 13; pg <= 15; pg++)
+		ck_assert_uint_eq(*(uint32_t *)((uint8_t *)smb_base(f.smb) + pg * 4096), 0);
+
+	ck_assert_int_eq(svc_session_stop(fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
+	ck_assert_int_eq(fx.done_error, 0);
+	trace_load(&t, fx.out);
+	check_head(&t);
+	check_producer_packets(&t, sizes, ARRAY_SIZE(sizes));
+	ck_assert_uint_eq(t.recs[t.n - 1].tp->trace_stats->invalid_packets, 1);
+	trace_free(&t);
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
 static Suite *service_suite(void)
 {
 	Suite *s = suite_create("service");
@@ -1340,6 +1487,8 @@ static Suite *service_suite(void)
 	tcase_add_test(tc, test_write_errors);
 	tcase_add_test(tc, test_max_file_size);
 	tcase_add_test(tc, test_two_sessions);
+	tcase_add_test(tc, test_patched_packets);
+	tcase_add_test(tc, test_malformed_chunks);
 	suite_add_tcase(s, tc);
 	return s;
 }
