@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 
 #include "probes/ftrace/ftrace.h"
+#include "probes/ftrace/ftrace_parse.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
 #include "smb/smb.h"
@@ -450,11 +451,21 @@ START_TEST(test_two_sessions_one_instance)
 }
 END_TEST
 
+static char *inst_file(const char *f)
+{
+	char p[600];
+	char *v = NULL;
+
+	(void)snprintf(p, sizeof(p), "%s/%s", g_inst_dir, f);
+	ck_assert_int_eq(read_full_file_at(AT_FDCWD, p, 1 << 16, &v, NULL), 0);
+	return v;
+}
+
 /* Unknown and malformed event names are reported in FtraceStats, not fatal. */
 START_TEST(test_unknown_events_in_stats)
 {
-	char *events[] = { "sched/sched_switch", "sched/no_such_event", "../x" };
-	Perfetto__Protos__FtraceConfig cfg = sched_config(events, 3, 256, 100);
+	char *events[] = { "sched/sched_switch", "sched/no_such_event", "../x", "initcall/initcall_level" };
+	Perfetto__Protos__FtraceConfig cfg = sched_config(events, 4, 256, 100);
 	struct ftrace_host *h = NULL;
 	struct ftrace_ds *ds = NULL;
 	Perfetto__Protos__Trace *t;
@@ -462,10 +473,20 @@ START_TEST(test_unknown_events_in_stats)
 	bool found_start = false, found_end = false;
 	struct rec r;
 
+	/* an event Perfetto has no message for, with generic events disabled: failed */
+	ck_assert(!ftrace_format_table_event_is_typed("initcall", "initcall_level"));
+	cfg.has_disable_generic_events = true;
+	cfg.disable_generic_events = true;
 	rec_init(&r, 1);
 	ck_assert_int_ge(sd_event_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
 	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, r.w[0], NULL, NULL, &ds, NULL), 0);
+	{
+		char *v = inst_file("events/initcall/initcall_level/enable");
+
+		ck_assert_str_eq(v, "0\n"); /* never enabled in the kernel */
+		free(v);
+	}
 	ck_assert_int_eq(ftrace_ds_start(ds), 0);
 	ck_assert_int_eq(ftrace_ds_flush(ds), 0);
 	ftrace_host_free(h); /* frees ds too */
@@ -486,6 +507,8 @@ START_TEST(test_unknown_events_in_stats)
 			ck_assert_uint_eq(st->n_unknown_ftrace_events, 2);
 			ck_assert_str_eq(st->unknown_ftrace_events[0], "sched/no_such_event");
 			ck_assert_str_eq(st->unknown_ftrace_events[1], "../x");
+			ck_assert_uint_eq(st->n_failed_ftrace_events, 1);
+			ck_assert_str_eq(st->failed_ftrace_events[0], "initcall/initcall_level");
 			ck_assert_uint_gt(st->n_cpu_stats, 0);
 		} else {
 			found_end = true;
@@ -504,16 +527,6 @@ START_TEST(test_unknown_events_in_stats)
 	assert_untouched();
 }
 END_TEST
-
-static char *inst_file(const char *f)
-{
-	char p[600];
-	char *v = NULL;
-
-	(void)snprintf(p, sizeof(p), "%s/%s", g_inst_dir, f);
-	ck_assert_int_eq(read_full_file_at(AT_FDCWD, p, 1 << 16, &v, NULL), 0);
-	return v;
-}
 
 /*
  * trace_clock mono_raw: every bundle says which clock its timestamps use

@@ -884,6 +884,38 @@ START_TEST(test_stats_parse)
 }
 END_TEST
 
+/* Without root: a clear error, not a crash or a half setup. */
+START_TEST(test_not_root)
+{
+	pid_t pid = fork();
+	int status;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *root = NULL, *err = NULL;
+		struct ftrace_tracefs *t = NULL;
+		int r;
+
+		if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+			_exit(10);
+		r = ftrace_tracefs_find_root(&root, &err);
+		if (r != -EACCES && r != -EPERM)
+			_exit(11);
+		if (!err || !strstr(err, "root"))
+			_exit(12);
+		free(err);
+		err = NULL;
+		r = ftrace_tracefs_open(g_root, g_inst_name, NULL, &t, &err);
+		if ((r != -EACCES && r != -EPERM) || !err)
+			_exit(13);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child exit %d", WEXITSTATUS(status));
+	assert_untouched();
+}
+END_TEST
+
 /* Last in its test case: everything we touched is back, byte for byte. */
 START_TEST(test_zz_everything_restored)
 {
@@ -914,6 +946,7 @@ static Suite *suite(void)
 	tcase_add_test(k, test_recover_refuses_bad_files);
 	tcase_add_test(k, test_ds_setup_rejects_bad_instance_names);
 	tcase_add_test(k, test_ds_unknown_events_not_fatal);
+	tcase_add_test(k, test_not_root);
 	tcase_add_test(k, test_zz_everything_restored);
 	suite_add_tcase(s, k);
 	return s;
