@@ -762,6 +762,38 @@ START_TEST(test_bad_data_loc)
 }
 END_TEST
 
+START_TEST(test_large_event)
+{
+	struct ftrace_format_table *t = fx_table();
+	struct ftrace_parser_opts o = opts(true, true);
+	struct ftrace_parser *p = parser_with(t, &o, (int[]){ FX_ID_PRINT }, 1);
+	struct ftrace_cpu_state st = {};
+	struct fx_page pg;
+	struct run run;
+	static uint8_t r[3000];
+	Perfetto__Protos__FtraceEventBundle *b;
+
+	/* A payload beyond the per-event scratch buffer takes the nested path. */
+	memset(r, 0, sizeof(r));
+	fx_common(r, FX_ID_PRINT, 0, 77);
+	memset(r + 16, 'q', 2500);
+	fx_page_init(&pg, 100);
+	fx_event(&pg, 1, r, 16 + 2501);
+	fx_event(&pg, 1, r, 16 + 8);   /* and a small one after it, fast path again */
+	fx_page_finish(&pg);
+	run_pages(p, pg.b, 1, &st, NULL, &run);
+	b = bundle(&run, 0);
+	ck_assert_uint_eq(b->n_event, 2);
+	ck_assert_uint_eq(b->event[0]->pid, 77);
+	ck_assert_uint_eq(strlen(b->event[0]->print->buf), 2500);
+	ck_assert_uint_eq(b->event[1]->timestamp, 102);
+	ck_assert_str_eq(b->event[1]->print->buf, "qqqqqqqq");
+	run_done(&run);
+	ftrace_parser_free(p);
+	ftrace_format_table_free(t);
+}
+END_TEST
+
 START_TEST(test_clock_fields)
 {
 	struct ftrace_format_table *t = fx_table();
@@ -928,6 +960,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_generic_dense);
 	tcase_add_test(tc, test_generic_legacy);
 	tcase_add_test(tc, test_bad_data_loc);
+	tcase_add_test(tc, test_large_event);
 	tcase_add_test(tc, test_clock_fields);
 	tcase_add_test(tc, test_pidset);
 	tcase_add_test(tc, test_smb_writer_path);

@@ -34,6 +34,13 @@ enum {
 	GENERIC_FIELD_NAME = 1,
 };
 
+/*
+ * Event payloads are first encoded here, so that their lengths are known
+ * before they go to the bundle: exact one-byte lengths, no nested-message
+ * bookkeeping per event.  Larger ones take the nested path.
+ */
+#define SCRATCH_SIZE 1024u
+
 /* State of one parse_pages call. */
 struct bundler {
 	struct ftrace_parser *p;
@@ -45,6 +52,8 @@ struct bundler {
 	struct ftrace_pass_stats *stats;
 	bool dyn_used;                  /* some dyn_used bit is set */
 	int packets;
+	struct pbw scratch;
+	uint8_t scratch_buf[SCRATCH_SIZE];
 };
 
 static void bundle_open(struct bundler *b, bool lost, uint64_t prev_end)
@@ -276,54 +285,97 @@ static bool write_field(struct bundler *b, struct pbw *w, const struct ftrace_fi
 	}
 }
 
+static bool write_fields(struct bundler *b, struct pbw *w, const struct ftrace_event_tr *tr,
+			 const struct ftrace_record *rec)
+{
+	bool ok = true;
+
+	for (uint16_t i = 0; i < tr->n_fields; i++)
+		ok &= write_field(b, w, &tr->fields[i], tr->fields[i].proto_field, rec->data,
+				  rec->len);
+	return ok;
+}
+
+static bool write_legacy_fields(struct bundler *b, struct pbw *w, const struct ftrace_event_tr *tr,
+				const struct ftrace_record *rec)
+{
+	bool ok = true;
+
+	pbw_bytes(w, GENERIC_EVENT_NAME, tr->name, tr->name_len);
+	for (uint16_t i = 0; i < tr->n_fields; i++) {
+		const struct ftrace_field_tr *f = &tr->fields[i];
+
+		pbw_begin_nested(w, GENERIC_FIELD);
+		pbw_bytes(w, GENERIC_FIELD_NAME, f->name, f->name_len);
+		ok &= write_field(b, w, f, f->legacy_value, rec->data, rec->len);
+		pbw_end_nested(w);
+	}
+	return ok;
+}
+
 /* Returns: false for INVALID_EVENT (record too short or bad string span). */
 static bool write_event(struct bundler *b, const struct ftrace_event_tr *tr,
 			const struct ftrace_record *rec)
 {
 	struct ftrace_parser *p = b->p;
 	struct pbw *w = bundle_get(b);
-	bool ok = true;
+	bool legacy = tr->type == FTRACE_TR_GENERIC && !p->opts.generic_dense;
+	struct pbw *s = &b->scratch;
+	bool ok;
 	int32_t pid;
 
-	pbw_begin_nested(w, BUNDLE_EVENT);
-	pbw_varint(w, EVENT_TIMESTAMP, rec->ts);
 	if (_unlikely_(rec->len < tr->min_size)) {
+		/* As Perfetto: the event stays, with its timestamp only. */
+		pbw_begin_nested(w, BUNDLE_EVENT);
+		pbw_varint(w, EVENT_TIMESTAMP, rec->ts);
 		pbw_end_nested(w);
 		return false;
 	}
 	pid = (int32_t)ftrace_rd32(rec->data + 4);
-	pbw_int(w, EVENT_PID, pid);
 	if (b->pids) {
 		(void)ftrace_pidset_add(b->pids, pid);
 		if (_unlikely_(tr->is_rename))
 			(void)ftrace_pidset_add_renamed(b->pids, pid);
 	}
+	if (tr->type == FTRACE_TR_GENERIC && !legacy) {
+		size_t idx = tr->proto_field - FTRACE_DYN_FIELD_BASE;
 
-	if (tr->type == FTRACE_TR_GENERIC && !p->opts.generic_dense) {
-		pbw_begin_nested(w, FTRACE_FIELD_GENERIC);
-		pbw_bytes(w, GENERIC_EVENT_NAME, tr->name, tr->name_len);
-		for (uint16_t i = 0; i < tr->n_fields; i++) {
-			const struct ftrace_field_tr *f = &tr->fields[i];
+		p->dyn_used[idx / 64] |= 1ull << (idx % 64);
+		b->dyn_used = true;
+	}
 
-			pbw_begin_nested(w, GENERIC_FIELD);
-			pbw_bytes(w, GENERIC_FIELD_NAME, f->name, f->name_len);
-			ok &= write_field(b, w, f, f->legacy_value, rec->data, rec->len);
-			pbw_end_nested(w);
+	if (_likely_(!legacy)) {
+		pbw_reset_range(s, b->scratch_buf, sizeof(b->scratch_buf));
+		ok = write_fields(b, s, tr, rec);
+		if (_likely_(!pbw_overflowed(s))) {
+			size_t inner = (size_t)(s->cur - b->scratch_buf);
+			uint64_t upid = (uint64_t)(int64_t)pid;
+			size_t outer = 1 + pbw_varint_len(rec->ts) + 1 + pbw_varint_len(upid) +
+				       pbw_varint_len((uint64_t)tr->proto_field << 3) +
+				       pbw_varint_len(inner) + inner;
+
+			pbw_tag(w, BUNDLE_EVENT, PBW_WIRE_LEN);
+			pbw_append_varint(w, outer);
+			pbw_varint(w, EVENT_TIMESTAMP, rec->ts);
+			pbw_varint(w, EVENT_PID, upid);
+			pbw_bytes(w, tr->proto_field, b->scratch_buf, inner);
+			return ok;
 		}
-		pbw_end_nested(w);
+		pbw_leave_discard(s, b->scratch_buf, sizeof(b->scratch_buf));
+	}
+
+	/* Legacy encoding, or a payload larger than the scratch buffer. */
+	pbw_begin_nested(w, BUNDLE_EVENT);
+	pbw_varint(w, EVENT_TIMESTAMP, rec->ts);
+	pbw_int(w, EVENT_PID, pid);
+	if (legacy) {
+		pbw_begin_nested(w, FTRACE_FIELD_GENERIC);
+		ok = write_legacy_fields(b, w, tr, rec);
 	} else {
 		pbw_begin_nested(w, tr->proto_field);
-		for (uint16_t i = 0; i < tr->n_fields; i++)
-			ok &= write_field(b, w, &tr->fields[i], tr->fields[i].proto_field, rec->data,
-					  rec->len);
-		pbw_end_nested(w);
-		if (tr->type == FTRACE_TR_GENERIC) {
-			size_t idx = tr->proto_field - FTRACE_DYN_FIELD_BASE;
-
-			p->dyn_used[idx / 64] |= 1ull << (idx % 64);
-			b->dyn_used = true;
-		}
+		ok = write_fields(b, w, tr, rec);
 	}
+	pbw_end_nested(w);
 	pbw_end_nested(w);
 	return ok;
 }
@@ -461,9 +513,16 @@ int ftrace_parser_parse_pages_to(struct ftrace_parser *p, uint32_t cpu, const ui
 	    page_size < 16 || page_size > (1u << 27))
 		return -EINVAL;
 	commit_size = ftrace_format_table_commit_size(p->t);
-	b = (struct bundler){
-		.p = p, .sink = sink, .cpu = cpu, .st = st, .pids = pids, .stats = stats,
-	};
+	b.p = p;
+	b.sink = sink;
+	b.w = NULL;
+	b.cpu = cpu;
+	b.st = st;
+	b.pids = pids;
+	b.stats = stats;
+	b.dyn_used = false;
+	b.packets = 0;
+	pbw_init(&b.scratch, b.scratch_buf, sizeof(b.scratch_buf), NULL, NULL);
 	ftrace_compact_buf_reset(p->cb);
 
 	for (size_t i = 0; i < n_pages; i++) {

@@ -50,9 +50,11 @@ int ftrace_compact_buf_new(struct ftrace_compact_buf **ret)
 	b->wk_flags = calloc(n, sizeof(*b->wk_flags));
 	b->comms = calloc(FTRACE_COMPACT_MAX_COMMS, sizeof(*b->comms));
 	b->comm_len = calloc(FTRACE_COMPACT_MAX_COMMS, sizeof(*b->comm_len));
+	b->comm_hash = calloc(FTRACE_COMPACT_HASH_SLOTS, sizeof(*b->comm_hash));
 	if (!b->sw_ts || !b->sw_prev_state || !b->sw_next_pid || !b->sw_next_prio ||
 	    !b->sw_comm || !b->wk_ts || !b->wk_pid || !b->wk_target_cpu || !b->wk_prio ||
-	    !b->wk_comm || !b->wk_flags || !b->comms || !b->comm_len) {
+	    !b->wk_comm || !b->wk_flags || !b->comms || !b->comm_len ||
+	    !b->comm_hash) {
 		ftrace_compact_buf_free(b);
 		return -ENOMEM;
 	}
@@ -77,6 +79,7 @@ struct ftrace_compact_buf *ftrace_compact_buf_free(struct ftrace_compact_buf *b)
 	free(b->wk_flags);
 	free(b->comms);
 	free(b->comm_len);
+	free(b->comm_hash);
 	free(b);
 	return NULL;
 }

@@ -273,6 +273,9 @@ int ftrace_translate_compact(struct ftrace_format_table *t, struct ftrace_compac
 #define FTRACE_COMPACT_COMM_THRESHOLD 64u
 #define FTRACE_COMM_LEN 16u
 
+/* Open-addressing index over the comm table: slots hold index + 1. */
+#define FTRACE_COMPACT_HASH_SLOTS 512u
+
 struct ftrace_compact_buf {
 	uint32_t n_sw, n_wk, n_comms;
 	uint64_t *sw_ts;
@@ -289,6 +292,7 @@ struct ftrace_compact_buf {
 	/* Comms NUL-cut and zero-padded to 16 bytes, compared as two words. */
 	uint64_t (*comms)[2];
 	uint8_t *comm_len;
+	uint16_t *comm_hash;
 };
 
 int ftrace_compact_buf_new(struct ftrace_compact_buf **ret);
@@ -296,6 +300,8 @@ struct ftrace_compact_buf *ftrace_compact_buf_free(struct ftrace_compact_buf *b)
 
 static inline void ftrace_compact_buf_reset(struct ftrace_compact_buf *b)
 {
+	if (b->n_comms)
+		memset(b->comm_hash, 0, FTRACE_COMPACT_HASH_SLOTS * sizeof(*b->comm_hash));
 	b->n_sw = b->n_wk = b->n_comms = 0;
 }
 
@@ -313,16 +319,24 @@ static inline int ftrace_compact_intern(struct ftrace_compact_buf *b, const uint
 {
 	uint64_t key[2] = { 0, 0 };
 	size_t len = strnlen((const char *)p, FTRACE_COMM_LEN);
+	uint32_t i;
 
 	memcpy(key, p, len);
-	for (uint32_t i = 0; i < b->n_comms; i++)
-		if (b->comms[i][0] == key[0] && b->comms[i][1] == key[1])
-			return (int)i;
+	i = (uint32_t)((key[0] * 0x9e3779b97f4a7c15ull ^ key[1] * 0xc2b2ae3d27d4eb4full) >> 55);
+	for (;; i = (i + 1) & (FTRACE_COMPACT_HASH_SLOTS - 1)) {
+		uint16_t v = b->comm_hash[i];
+
+		if (v == 0)
+			break;
+		if (b->comms[v - 1][0] == key[0] && b->comms[v - 1][1] == key[1])
+			return v - 1;
+	}
 	if (b->n_comms >= FTRACE_COMPACT_MAX_COMMS)
 		return -1;
 	b->comms[b->n_comms][0] = key[0];
 	b->comms[b->n_comms][1] = key[1];
 	b->comm_len[b->n_comms] = (uint8_t)len;
+	b->comm_hash[i] = (uint16_t)(b->n_comms + 1);
 	return (int)b->n_comms++;
 }
 

@@ -23,8 +23,16 @@ struct oset {
 	size_t n, cap, mask;
 };
 
+/*
+ * Most adds are repeats (a page holds ~60 switches among a few tasks): a
+ * bit per pid up to the default 64-bit pid_max answers those without
+ * hashing.  512 KiB of address space, touched only where pids live.
+ */
+#define PID_BITS (1u << 22)
+
 struct ftrace_pidset {
 	struct oset pids, renamed, addrs;
+	uint64_t *pid_bits;
 	int32_t *pid_list;       /* int32 views of pids / renamed, same order */
 	int32_t *renamed_list;
 	bool overflowed;
@@ -118,6 +126,7 @@ int ftrace_pidset_new(size_t capacity, struct ftrace_pidset **ret)
 		return -ENOMEM;
 	if (oset_init(&s->pids, capacity) < 0 || oset_init(&s->renamed, capacity) < 0 ||
 	    oset_init(&s->addrs, capacity) < 0 ||
+	    !(s->pid_bits = calloc(PID_BITS / 64, sizeof(uint64_t))) ||
 	    !(s->pid_list = calloc(capacity, sizeof(int32_t))) ||
 	    !(s->renamed_list = calloc(capacity, sizeof(int32_t)))) {
 		ftrace_pidset_free(s);
@@ -134,14 +143,26 @@ struct ftrace_pidset *ftrace_pidset_free(struct ftrace_pidset *s)
 	oset_done(&s->pids);
 	oset_done(&s->renamed);
 	oset_done(&s->addrs);
+	free(s->pid_bits);
 	free(s->pid_list);
 	free(s->renamed_list);
 	free(s);
 	return NULL;
 }
 
+static inline bool pid_cached(uint32_t pid)
+{
+	return pid < PID_BITS;
+}
+
 void ftrace_pidset_clear(struct ftrace_pidset *s)
 {
+	for (size_t i = 0; i < s->pids.n; i++) {
+		uint32_t pid = (uint32_t)s->pid_list[i];
+
+		if (pid_cached(pid))
+			s->pid_bits[pid / 64] &= ~(1ull << (pid % 64));
+	}
 	oset_clear(&s->pids);
 	oset_clear(&s->renamed);
 	oset_clear(&s->addrs);
@@ -163,6 +184,19 @@ static bool add_pid(struct ftrace_pidset *s, struct oset *o, int32_t *list, int3
 
 bool ftrace_pidset_add(struct ftrace_pidset *s, int32_t pid)
 {
+	uint32_t u = (uint32_t)pid;
+
+	if (pid_cached(u)) {
+		uint64_t bit = 1ull << (u % 64);
+
+		if (s->pid_bits[u / 64] & bit)
+			return false;
+		/* Set the bit only once the pid is really stored. */
+		if (!add_pid(s, &s->pids, s->pid_list, pid))
+			return false;
+		s->pid_bits[u / 64] |= bit;
+		return true;
+	}
 	return add_pid(s, &s->pids, s->pid_list, pid);
 }
 
@@ -175,6 +209,8 @@ bool ftrace_pidset_contains(const struct ftrace_pidset *s, int32_t pid)
 {
 	size_t slot;
 
+	if (pid_cached((uint32_t)pid))
+		return s->pid_bits[(uint32_t)pid / 64] & (1ull << ((uint32_t)pid % 64));
 	return oset_find(&s->pids, (uint32_t)pid, &slot) >= 0;
 }
 
