@@ -564,6 +564,56 @@ START_TEST(test_recover_replays_leftover)
 }
 END_TEST
 
+/* A leftover list is replayed before a new setup records "original" values. */
+START_TEST(test_attach_replays_leftover_first)
+{
+	char *state = state_file_path(), *v;
+	struct ftrace_tracefs *t;
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 512 };
+	char *err = NULL;
+	pid_t live;
+	int fd;
+
+	/* A dead owner's list (pid 0x7ffffff0 is never a live pid here) */
+	ck_assert_int_eq(write_text(g_inst_dir, "trace_clock", "global"), 0);
+	fd = open(state, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	v = strchr(strstr(g_snap_inst, "== trace_clock\n"), '[') + 1;
+	dprintf(fd, "traced-probes-ftrace-undo 1\npid 2147483632\ndir %s\ntruncate 1\nw trace_clock %.*s\n", g_inst_dir,
+		(int)strcspn(v, "]"), v);
+	close(fd);
+
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	/* what we will restore is the clock from before the dead process */
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	ck_assert(!file_exists(state));
+	assert_untouched();
+
+	/* A live owner: the directory is busy and its list is left alone. */
+	live = fork();
+	if (live == 0) {
+		pause();
+		_exit(0);
+	}
+	fd = open(state, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	dprintf(fd, "traced-probes-ftrace-undo 1\npid %d\ndir %s\ntruncate 0\nw tracing_on 1\n", (int)live, g_inst_dir);
+	close(fd);
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(err, "in use"));
+	free(err);
+	ftrace_tracefs_free(t);
+	ck_assert(file_exists(state));
+	kill(live, SIGKILL);
+	waitpid(live, NULL, 0);
+	(void)unlink(state);
+	free(state);
+	assert_untouched();
+}
+END_TEST
+
 START_TEST(test_recover_refuses_bad_files)
 {
 	char p[400];
@@ -944,6 +994,7 @@ static Suite *suite(void)
 	tcase_add_test(k, test_two_sessions_union);
 	tcase_add_test(k, test_recover_replays_leftover);
 	tcase_add_test(k, test_recover_refuses_bad_files);
+	tcase_add_test(k, test_attach_replays_leftover_first);
 	tcase_add_test(k, test_ds_setup_rejects_bad_instance_names);
 	tcase_add_test(k, test_ds_unknown_events_not_fatal);
 	tcase_add_test(k, test_not_root);

@@ -17,7 +17,15 @@
  * directory before the change) so that the last data source to stop puts
  * tracing_on, the enabled events, buffer_size_kb, trace_clock and
  * buffer_percent back exactly as they were, and so that a restart after a
- * crash can do the same with ftrace_host_recover().
+ * crash can do the same with ftrace_host_recover().  The first setup on a
+ * directory also replays a leftover list of a dead process for that
+ * directory, and refuses (-EBUSY) a directory whose list belongs to a live
+ * one.  Use one host per process.
+ *
+ * Known limits of "exactly": a buffer the kernel had not expanded yet
+ * ("7 (expanded: 1408)") comes back expanded at the size it announced;
+ * the buffer's contents are cleared (we cleared it at setup), unless
+ * preserve_ftrace_buffer.
  *
  * Nothing here logs above debug: functions return -errno and, where a human
  * needs to know why, a message for the caller to log.

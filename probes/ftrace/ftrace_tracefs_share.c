@@ -95,6 +95,32 @@ static int first_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_pa
 
 	ftrace_tracefs_note_kernel_error(t);
 
+	/*
+	 * An undo list for this directory already on disk: a process that
+	 * died before restoring (put its changes back first, or we would
+	 * record its values as the originals), or one still running (the
+	 * directory is taken).
+	 */
+	if (t->state_path && access(t->state_path, F_OK) == 0) {
+		r = ftrace_tracefs_undo_file_replay(t->state_path, false);
+		if (r == 0) {
+			ftrace_set_error(ret_error, ftrace_strdup_printf("%s is in use by another process (see %s)",
+									 t->path, t->state_path));
+			return -EBUSY;
+		}
+		if (r == -EBADMSG) {
+			/* Never act on it, keep it for a human, and do not let it block us. */
+			_cleanup_free_ char *bad = ftrace_strdup_printf("%s.bad", t->state_path);
+
+			if (!bad || rename(t->state_path, bad) < 0)
+				return -EBADMSG;
+		} else if (r < 0) {
+			ftrace_set_error(ret_error, ftrace_strdup_printf("restore %s from the leftover %s: %s",
+									 t->path, t->state_path, strerror(-r)));
+			return r;
+		}
+	}
+
 	if (!p->preserve) {
 		r = ftrace_tracefs_read(t, "current_tracer", 4096, &tracer, NULL);
 		if (r < 0) {
@@ -170,7 +196,9 @@ int ftrace_tracefs_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_
 	if (t->n_attached == 0) {
 		r = first_attach(t, p, ret_error);
 		if (r < 0) {
-			(void)ftrace_tracefs_restore(t);
+			/* Only what we changed: a state file that is not ours stays. */
+			if (t->n_undo > 0 || t->truncated)
+				(void)ftrace_tracefs_restore(t);
 			t->clock = -1;
 			t->cached_buffer_kb = 0;
 			return r;
