@@ -62,8 +62,10 @@ struct svc_options {
 int svc_new(sd_event *e, const struct svc_options *o, struct svc **ret);
 
 /**
- * svc_free - disconnect every producer and abort every session (their done
- * hooks run with -ECANCELED), close listening sockets.  Accepts NULL.
+ * svc_free - close every connection and listening socket; sessions still
+ * running are aborted (what was received is written out) and every done
+ * hook not yet run is run from here (-ECANCELED for aborted ones).
+ * Sessions stay allocated until svc_session_free().  Accepts NULL.
  * Returns: NULL.
  */
 struct svc *svc_free(struct svc *s);
@@ -88,11 +90,17 @@ struct svc_session_hooks {
 	 * The session ended (after the final flush, the stop acks or their
 	 * timeouts, and the last write), or failed: @error is 0 on success,
 	 * -errno if writing the output failed (the file is then incomplete),
-	 * -ECANCELED if the service was freed.  The session object stays
-	 * valid until svc_session_free().
+	 * -ECANCELED if the service was freed while it ran.  Runs from its own
+	 * loop turn (or from svc_free()), so it may call svc_session_free().
+	 * The session object stays valid until svc_session_free().
 	 */
 	void (*done)(struct svc_session *ss, int error, void *userdata);
-	/* Optional: every data source instance of the session has started. */
+	/*
+	 * Optional: every data source instance of the session has started
+	 * (traced's all_data_sources_started; at most once).  May run from
+	 * inside svc_session_start() and from request handlers: it must not
+	 * free the session or the service.
+	 */
 	void (*all_started)(struct svc_session *ss, void *userdata);
 };
 
@@ -101,8 +109,8 @@ struct svc_session_hooks {
  * EnableTracing + StartTracing.  @cfg is copied.  Matching data sources
  * of connected producers are set up and started now; producers that
  * register a matching data source later are set up and started then.
- * Output goes to @out_fd (not owned, not closed), which must stay open
- * until the done hook.
+ * Output goes to @out_fd (not owned, not closed; a blocking file or pipe),
+ * which must stay open until the done hook.
  * Returns: 0, -EINVAL for a config traced would reject (no buffers, a
  * zero-size buffer, target_buffer out of range, duration > 7 days),
  * -ENOSPC when out of buffer ids, -ENOMEM, or a write error.

@@ -210,6 +210,7 @@ struct svc_session {
 	enum svc_session_state state;
 	bool stop_requested;     /* the final flush is under way */
 	bool done;
+	bool done_notified;
 	bool all_started_notified;
 	int error;
 	struct svc_session_hooks hooks;

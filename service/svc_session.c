@@ -733,6 +733,7 @@ static int on_done_defer(sd_event_source *es, void *userdata)
 	struct svc_session *ss = userdata;
 
 	(void)es;
+	ss->done_notified = true;
 	if (ss->hooks.done)
 		ss->hooks.done(ss, ss->error, ss->userdata);
 	return 0;
@@ -1202,14 +1203,22 @@ struct svc_session *svc_session_free(struct svc_session *ss)
 
 void svc_session_abort_all(struct svc *s)
 {
-	for (struct svc_session *ss = s->sessions_head; ss; ss = ss->sessions_next) {
-		if (ss->done)
+	struct svc_session *ss, *next;
+
+	/* The done hooks run from here, not from the loop: the service is
+	 * going away.  A hook may free its session. */
+	for (ss = s->sessions_head; ss; ss = next) {
+		next = ss->sessions_next;
+		if (ss->done_notified)
 			continue;
-		if (!ss->error)
-			ss->error = -ECANCELED;
-		disable_tracing(ss, /* immediately= */ true);
-		finalize(ss);
+		if (!ss->done) {
+			if (!ss->error)
+				ss->error = -ECANCELED;
+			disable_tracing(ss, /* immediately= */ true);
+			finalize(ss);
+		}
 		ss->done_defer = sd_event_source_disable_unref(ss->done_defer);
+		ss->done_notified = true;
 		if (ss->hooks.done)
 			ss->hooks.done(ss, ss->error, ss->userdata);
 	}

@@ -106,6 +106,16 @@ static void on_all_started(struct svc_session *ss, void *userdata)
 	fx->all_started = true;
 }
 
+static void on_done_free(struct svc_session *ss, int error, void *userdata)
+{
+	struct fx *fx = userdata;
+
+	ck_assert_ptr_eq(ss, fx->ss);
+	fx->ss = svc_session_free(ss);
+	fx->done = true;
+	fx->done_error = error;
+}
+
 static Perfetto__Protos__TraceConfig *make_config(uint32_t flush_timeout_ms, uint32_t stop_timeout_ms)
 {
 	Perfetto__Protos__TraceConfig *cfg = calloc(1, sizeof(*cfg));
@@ -193,6 +203,7 @@ struct fp {
 	char log[64];
 	size_t n_log;
 	bool stream_ended;
+	int stream_error;
 	int smb_fd;
 	bool setup_tracing_had_fd;
 	uint32_t page_kb;
@@ -397,6 +408,7 @@ static void on_command(struct ipc_client *c, int error, const uint8_t *p, size_t
 
 	if (error || !has_more) {
 		f->stream_ended = true;
+		f->stream_error = error;
 		return;
 	}
 	cmd = perfetto__protos__get_async_command_response__unpack(NULL, len, p);
@@ -1109,7 +1121,7 @@ START_TEST(test_duration_and_config_errors)
 	struct fp f;
 	Perfetto__Protos__TraceConfig *cfg;
 	struct svc_session *bad = NULL;
-	struct svc_session_hooks h = { .done = on_done };
+	struct svc_session_hooks h = { .done = on_done_free };
 	uint64_t t0;
 
 	fx_init(&fx, NULL);
@@ -1132,6 +1144,7 @@ START_TEST(test_duration_and_config_errors)
 	ck_assert_int_eq(svc_session_start(fx.svc, cfg, fx.out_fd, &h, &fx, &fx.ss), 0);
 	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
 	ck_assert_uint_ge(mono_ms() - t0, 200);
+	ck_assert_ptr_null(fx.ss); /* freed by its own done hook */
 	ck_assert_str_eq(f.log, "TSsFP");
 	ck_assert_uint_eq(f.page_kb, 8);
 	ck_assert_uint_eq(f.duration_ms, 200);
@@ -1469,6 +1482,51 @@ START_TEST(test_malformed_chunks)
 }
 END_TEST
 
+START_TEST(test_producer_config_and_teardown)
+{
+	struct fx fx;
+	struct fp f;
+	Perfetto__Protos__TraceConfig *cfg = make_config(0, 0);
+	Perfetto__Protos__TraceConfig__ProducerConfig pc = PERFETTO__PROTOS__TRACE_CONFIG__PRODUCER_CONFIG__INIT;
+	Perfetto__Protos__TraceConfig__ProducerConfig *pcp = &pc;
+	struct svc_session_hooks h = { .done = on_done_free };
+	struct stat sb;
+
+	fx_init(&fx, NULL);
+	fp_connect(&f, &fx, 4096, 64 * 1024);
+	fp_register(&f, true);
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME), TIMEOUT_MS));
+	/* TraceConfig.producers overrides the producer's hints. */
+	pc.producer_name = (char *)"test.producer";
+	pc.has_page_size_kb = pc.has_shm_size_kb = true;
+	pc.page_size_kb = 16;
+	pc.shm_size_kb = 512;
+	cfg->n_producers = 1;
+	cfg->producers = &pcp;
+	ck_assert_int_eq(svc_session_start(fx.svc, cfg, fx.out_fd, &h, &fx, &fx.ss), 0);
+	cfg->n_producers = 0;
+	cfg->producers = NULL;
+	free_config(cfg);
+	ck_assert(RUN_UNTIL(fx.e, f.n_log >= 3, TIMEOUT_MS));
+	ck_assert_uint_eq(f.page_kb, 16);
+	ck_assert_int_eq(fstat(f.smb_fd, &sb), 0);
+	ck_assert_int_eq(sb.st_size, 512 * 1024);
+
+	/* Freeing the service aborts the running session; its done hook
+	 * (which frees the session here) runs from svc_free(). */
+	fx.svc = svc_free(fx.svc);
+	ck_assert(fx.done);
+	ck_assert_int_eq(fx.done_error, -ECANCELED);
+	ck_assert_ptr_null(fx.ss);
+	/* The producer sees its connection go away, not a rejected stream. */
+	ck_assert(RUN_UNTIL(fx.e, f.stream_ended, TIMEOUT_MS));
+	ck_assert_int_ne(f.stream_error, -EREMOTEIO);
+	ck_assert(!ipc_client_is_connected(f.c));
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
 static Suite *service_suite(void)
 {
 	Suite *s = suite_create("service");
@@ -1489,6 +1547,7 @@ static Suite *service_suite(void)
 	tcase_add_test(tc, test_two_sessions);
 	tcase_add_test(tc, test_patched_packets);
 	tcase_add_test(tc, test_malformed_chunks);
+	tcase_add_test(tc, test_producer_config_and_teardown);
 	suite_add_tcase(s, tc);
 	return s;
 }
