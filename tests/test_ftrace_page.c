@@ -7,6 +7,9 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "probes/ftrace/ftrace_parse_internal.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
@@ -436,6 +439,60 @@ START_TEST(test_other_sessions_events_skipped)
 }
 END_TEST
 
+static void write_file(const char *dir, const char *rel, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	f = fopen(path, "we");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fputs(text, f) >= 0, 1);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A tracefs-shaped fixture directory, as the table reads a real one. */
+START_TEST(test_table_from_dir)
+{
+	char dir[] = "/tmp/tp-ftrace-fmt-XXXXXX", path[512];
+	struct ftrace_format_table *t = NULL;
+	int id = 0;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(ftrace_format_table_new(dir, &t), -ENOENT); /* no header_page */
+	snprintf(path, sizeof(path), "%s/events", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/events/sched", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/events/sched/sched_switch", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	write_file(dir, "events/header_page", "garbage\n");
+	ck_assert_int_eq(ftrace_format_table_new(dir, &t), -EBADMSG);
+	write_file(dir, "events/header_page", fx_header_page);
+	write_file(dir, "events/sched/sched_switch/format", fx_fmt_sched_switch);
+
+	ck_assert_int_eq(ftrace_format_table_new(dir, &t), 0);
+	ck_assert_uint_eq(ftrace_format_table_commit_size(t), 8);
+	ck_assert_int_eq(ftrace_format_table_load_event(t, "sched", "sched_switch", &id), 0);
+	ck_assert_int_eq(id, FX_ID_SCHED_SWITCH);
+	id = 0;
+	ck_assert_int_eq(ftrace_format_table_load_event(t, "sched", "sched_switch", &id), 0);
+	ck_assert_int_eq(id, FX_ID_SCHED_SWITCH);
+	ck_assert_int_eq(ftrace_format_table_load_event(t, "sched", "sched_waking", &id), -ENOENT);
+	ck_assert_int_eq(ftrace_format_table_load_event(t, "nope", "x", &id), -ENOENT);
+	ck_assert_int_eq(ftrace_format_table_load_event(t, "..", "x", &id), -EINVAL);
+	ck_assert_int_eq(ftrace_format_table_load_event(t, "sched", "a/b", &id), -EINVAL);
+	ck_assert_int_eq(ftrace_format_table_add_format(t, "sched", "bad", "not a format", &id),
+			 -EBADMSG);
+	t = ftrace_format_table_free(t);
+	ck_assert_ptr_null(t);
+	ck_assert_int_eq(ftrace_format_table_new("/nonexistent/tracefs", &t), -ENOENT);
+
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(path), 0);
+}
+END_TEST
+
 START_TEST(test_status_names)
 {
 	ck_assert_str_eq(ftrace_parse_status_to_string(FTRACE_STATUS_INVALID_EVENT),
@@ -465,6 +522,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_errors_in_bundle);
 	tcase_add_test(tc, test_lost_events_bundles);
 	tcase_add_test(tc, test_other_sessions_events_skipped);
+	tcase_add_test(tc, test_table_from_dir);
 	tcase_add_test(tc, test_status_names);
 	suite_add_tcase(s, tc);
 	return s;

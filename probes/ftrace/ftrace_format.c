@@ -197,22 +197,20 @@ int ftrace_format_table_load_event(struct ftrace_format_table *t, const char *gr
 				   const char *name, int *ret_event_id)
 {
 	_cleanup_free_ char *path = NULL, *text = NULL;
-	struct tep_event *ev;
+	int r;
 
 	if (!t || !name_ok(group) || !name_ok(name))
 		return -EINVAL;
-	ev = tep_find_event_by_name(t->tep, group, name);
-	if (ev)
+	/* Known already: add_format returns the cached id without the text. */
+	if (tep_find_event_by_name(t->tep, group, name))
 		return ftrace_format_table_add_format(t, group, name, "", ret_event_id);
 	if (t->dirfd < 0)
 		return -ENOENT;
 	if (asprintf(&path, "events/%s/%s/format", group, name) < 0)
 		return -ENOMEM;
-	{
-		int r = read_full_file_at(t->dirfd, path, FORMAT_FILE_MAX, &text, NULL);
-		if (r < 0)
-			return r == -ENOTDIR ? -ENOENT : r;
-	}
+	r = read_full_file_at(t->dirfd, path, FORMAT_FILE_MAX, &text, NULL);
+	if (r < 0)
+		return r == -ENOTDIR ? -ENOENT : r;
 	return ftrace_format_table_add_format(t, group, name, text, ret_event_id);
 }
 

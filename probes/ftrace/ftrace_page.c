@@ -10,6 +10,9 @@
 #include "probes/ftrace/ftrace_parse_internal.h"
 #include "util/util.h"
 
+/* Pages are read in place: the kernel's byte order must be ours. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "ftrace pages are parsed as little-endian");
+
 static const char *const status_names[_FTRACE_STATUS_MAX] = {
 	[FTRACE_STATUS_UNSPECIFIED] = "FTRACE_STATUS_UNSPECIFIED",
 	[FTRACE_STATUS_OK] = "FTRACE_STATUS_OK",
