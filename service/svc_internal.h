@@ -209,6 +209,7 @@ struct svc_session {
 	Perfetto__Protos__TraceConfig *config;   /* a copy, uuid filled in */
 	enum svc_session_state state;
 	bool stop_requested;     /* the final flush is under way */
+	bool started;            /* svc_session_start() went through */
 	bool done;
 	bool done_notified;
 	bool all_started_notified;

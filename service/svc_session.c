@@ -1117,6 +1117,12 @@ int svc_session_start(struct svc *s, const Perfetto__Protos__TraceConfig *cfg, i
 	}
 	ss->id = ++s->last_session_id;
 
+	/* The head first: an unwritable output fails the start before any
+	 * producer hears of the session. */
+	r = write_head(ss);
+	if (r < 0)
+		return r;
+
 	/* Set up matching data sources without starting them. */
 	for (size_t i = 0; i < ss->config->n_data_sources; i++) {
 		const Perfetto__Protos__TraceConfig__DataSource *cds = ss->config->data_sources[i];
@@ -1129,9 +1135,6 @@ int svc_session_start(struct svc *s, const Perfetto__Protos__TraceConfig *cfg, i
 	}
 
 	/* StartTracing. */
-	r = write_head(ss);
-	if (r < 0)
-		return r;
 	r = arm_timer(ss, &ss->snapshot_timer, s->opts.snapshot_interval_ms, on_snapshot, ss);
 	if (r < 0)
 		return r;
@@ -1156,6 +1159,7 @@ int svc_session_start(struct svc *s, const Perfetto__Protos__TraceConfig *cfg, i
 	for (struct svc_ds_inst *i = ss->insts_head; i; i = i->insts_next)
 		if (i->state == SVC_DS_CONFIGURED)
 			start_ds(ss, i);
+	ss->started = true;
 	maybe_all_started(ss);
 	*ret = TAKE_PTR(ss);
 	return 0;
@@ -1168,7 +1172,7 @@ struct svc_session *svc_session_free(struct svc_session *ss)
 	if (!ss)
 		return NULL;
 	s = ss->svc;
-	if (s && !ss->done && ss->id) {
+	if (s && !ss->done && (ss->started || ss->insts_head)) {
 		/* Abort: stop without waiting, keep what was received. */
 		disable_tracing(ss, /* immediately= */ true);
 		finalize(ss);
