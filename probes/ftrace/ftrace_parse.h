@@ -252,10 +252,12 @@ struct ftrace_pidset;
  * write this session's events as FtraceEventBundle packets through @w.
  * Usually one bundle; a new one starts at a page flagged with missed events
  * (that bundle has lost_events=true), when the compact comm table passed 64
- * entries at a page boundary, or when the compact columns are full.  Layout
- * errors become FtraceErrors in the bundle (the rest of that page is
- * skipped).  @st is read and updated; pids and symbol addresses go to @pids
- * (may be NULL); @stats is added to (may be NULL).
+ * entries at a page boundary, or when the compact columns are full.  A call
+ * with nothing for this session (no event, no error, no loss) writes no
+ * packet.  Layout errors become FtraceErrors in the bundle (the rest of
+ * that page is skipped).  @st is read and updated; pids and symbol
+ * addresses go to @pids (may be NULL: symbol fields are then written as 0);
+ * @stats is added to (may be NULL).
  * Returns: the number of packets written (>= 0) or -EINVAL.
  */
 int ftrace_parser_parse_pages(struct ftrace_parser *p, uint32_t cpu, const uint8_t *pages,
