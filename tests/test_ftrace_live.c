@@ -501,7 +501,10 @@ START_TEST(test_unknown_events_in_stats)
 
 		if (p->data_case != PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_STATS)
 			continue;
-		ck_assert(p->has_timestamp && p->timestamp > 0);
+		/* as in the v58.2 reference trace: no timestamp, sizes in both phases */
+		ck_assert(!p->has_timestamp);
+		ck_assert(st->has_cpu_buffer_size_pages && st->cpu_buffer_size_pages >= 64);
+		ck_assert(st->has_kernel_symbols_parsed && st->kernel_symbols_parsed == 0);
 		if (st->phase == PERFETTO__PROTOS__FTRACE_STATS__PHASE__START_OF_TRACE) {
 			found_start = true;
 			ck_assert_uint_eq(st->n_unknown_ftrace_events, 2);

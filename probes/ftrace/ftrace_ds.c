@@ -14,7 +14,6 @@
 #include "smb/smb.h"
 #include "util/util.h"
 
-#define TRACE_PACKET_TIMESTAMP 8
 #define FTRACE_STATS_PHASE_START 1
 #define FTRACE_STATS_PHASE_END 2
 
@@ -187,13 +186,16 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	return 0;
 }
 
+/*
+ * Like traced_probes v58.2 (see the reference trace), the packet carries no
+ * TracePacket.timestamp: the stats describe the whole trace, not a moment.
+ */
 static void write_stats_packet(struct ftrace_ds *ds, const struct ftrace_stats_msg *m)
 {
 	struct pbw *pw = smb_writer_begin_packet(ds->writer);
 
 	if (!pw)
 		return;
-	pbw_varint(pw, TRACE_PACKET_TIMESTAMP, now_ns(CLOCK_BOOTTIME));
 	ftrace_stats_encode(pw, m);
 	(void)smb_writer_end_packet(ds->writer);
 }
@@ -279,8 +281,14 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 		return 0;
 	}
 
+	/*
+	 * Read first, then sample the END stats: every event the kernel counts
+	 * as read is then in a bundle before the END packet (Perfetto samples
+	 * just before its last read, so its counts are off by a few events).
+	 */
 	r = ftrace_inst_read_pass(in, /* flush= */ true, NULL);
 
+	(void)ftrace_tracefs_read_buffer_kb(in->tfs, &kb);
 	m = (struct ftrace_stats_msg){
 		.phase = FTRACE_STATS_PHASE_START,
 		.cpu = ds->start_stats,
@@ -290,22 +298,24 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 		.failed_events = ds->failed,
 		.n_failed = ds->n_failed,
 		.preserve_ftrace_buffer = ds->cfg->preserve,
+		.cpu_buffer_size_pages = kb_to_pages(kb, (size_t)sysconf(_SC_PAGESIZE)),
+		.cached_cpu_buffer_size_pages =
+			kb_to_pages(ftrace_tracefs_cached_buffer_kb(in->tfs), (size_t)sysconf(_SC_PAGESIZE)),
 	};
 	write_stats_packet(ds, &m);
 
 	now = calloc(in->n_cpus, sizeof(*now));
 	if (now)
 		snapshot_stats(ds, now);
-	(void)ftrace_tracefs_read_buffer_kb(in->tfs, &kb);
-	m = (struct ftrace_stats_msg){
-		.phase = FTRACE_STATS_PHASE_END,
-		.cpu = now,
-		.n_cpu = now ? in->n_cpus : 0,
-		.parse_errors = parse_errors_mask(ds),
-		.cpu_buffer_size_pages = kb_to_pages(kb, (size_t)sysconf(_SC_PAGESIZE)),
-		.cached_cpu_buffer_size_pages =
-			kb_to_pages(ftrace_tracefs_cached_buffer_kb(in->tfs), (size_t)sysconf(_SC_PAGESIZE)),
-	};
+	m.phase = FTRACE_STATS_PHASE_END;
+	m.cpu = now;
+	m.n_cpu = now ? in->n_cpus : 0;
+	m.unknown_events = NULL;
+	m.n_unknown = 0;
+	m.failed_events = NULL;
+	m.n_failed = 0;
+	m.preserve_ftrace_buffer = false;
+	m.parse_errors = parse_errors_mask(ds);
 	write_stats_packet(ds, &m);
 
 	smb_writer_flush(ds->writer);

@@ -19,6 +19,8 @@ enum {
 	TRACE_PACKET_FTRACE_STATS = 34,
 	FTRACE_STATS_PHASE = 1,
 	FTRACE_STATS_CPU_STATS = 2,
+	FTRACE_STATS_KERNEL_SYMBOLS_PARSED = 3,
+	FTRACE_STATS_KERNEL_SYMBOLS_MEM_KB = 4,
 	FTRACE_STATS_ATRACE_ERRORS = 5,
 	FTRACE_STATS_UNKNOWN_EVENTS = 6,
 	FTRACE_STATS_FAILED_EVENTS = 7,
@@ -178,6 +180,9 @@ void ftrace_stats_encode(struct pbw *w, const struct ftrace_stats_msg *m)
 	for (size_t i = 0; i < m->n_cpu; i++)
 		if (m->cpu[i].present)
 			encode_cpu(w, &m->cpu[i]);
+	/* Always present in traced_probes' packets, 0 without a symbolizer. */
+	pbw_varint(w, FTRACE_STATS_KERNEL_SYMBOLS_PARSED, 0);
+	pbw_varint(w, FTRACE_STATS_KERNEL_SYMBOLS_MEM_KB, 0);
 	if (m->atrace_errors)
 		pbw_string(w, FTRACE_STATS_ATRACE_ERRORS, m->atrace_errors);
 	for (size_t i = 0; i < m->n_unknown; i++)
