@@ -97,6 +97,8 @@ static inline bool streq(const char *a, const char *b)
 #define SVC_MAX_INLINE_CHUNK 65536u
 #define SVC_SERVICE_SEQUENCE_ID 1u
 #define SVC_MAX_LISTED_SLOW_DS 32u
+/* Not a traced limit: bounds what one producer can make us keep. */
+#define SVC_MAX_DS_PER_PRODUCER 1024u
 
 /* FlushFlags (include/perfetto/tracing/core/flush_flags.h). */
 #define SVC_FLUSH_REASON_PERIODIC 1u
@@ -285,6 +287,7 @@ struct svc_producer {
 	uint32_t shm_size_hint;
 	uint32_t page_size_hint;
 	bool emulation;             /* no fd passing: chunks come inline */
+	size_t n_regs;              /* data sources registered */
 
 	/* the SMB, created at the first SetupDataSource */
 	int smb_fd;

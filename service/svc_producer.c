@@ -72,6 +72,7 @@ static void remove_reg(struct svc *s, struct svc_ds_reg *reg)
 {
 	SVC_LIST_REMOVE(regs, s, reg);
 	s->n_regs--;
+	reg->producer->n_regs--;
 	free(reg->name);
 	free(reg);
 }
@@ -440,6 +441,8 @@ static int register_data_source(struct svc_producer *p, const uint8_t *args, siz
 	d = req->data_source_descriptor;
 	if (!d || !d->name || !*d->name)
 		goto out; /* traced ignores it, and still answers */
+	if (p->n_regs >= SVC_MAX_DS_PER_PRODUCER)
+		goto out;
 	for (struct svc_ds_reg *r = s->regs_head; r; r = r->regs_next)
 		if (d->id && r->producer == p && r->id == d->id)
 			goto out; /* duplicate non-zero id: ignored */
@@ -457,6 +460,7 @@ static int register_data_source(struct svc_producer *p, const uint8_t *args, siz
 	reg->no_flush = d->no_flush;
 	SVC_LIST_APPEND(regs, s, reg);
 	s->n_regs++;
+	p->n_regs++;
 out:
 	perfetto__protos__register_data_source_request__free_unpacked(req, NULL);
 	reply_empty(reply);

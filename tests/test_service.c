@@ -1527,6 +1527,156 @@ START_TEST(test_producer_config_and_teardown)
 }
 END_TEST
 
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng(void)
+{
+	/* xorshift64*: deterministic, so a failure reproduces */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dull;
+}
+
+static void on_any_reply(struct ipc_client *c, int error, const uint8_t *p, size_t len, bool has_more, int fd,
+			 void *userdata)
+{
+	int *n = userdata;
+
+	(void)c;
+	(void)error;
+	(void)p;
+	(void)len;
+	(void)has_more;
+	(void)fd;
+	(*n)++;
+}
+
+/* Garbage from an untrusted producer: random arguments to every method but
+ * the two that would end the connection's state, random CommitData entries
+ * and patches, and random bytes in its SMB pages marked Complete.  The
+ * service must survive and still write a valid trace. */
+START_TEST(test_hostile_producer)
+{
+	struct fx fx;
+	struct fp f;
+	struct trace_file t;
+	uint8_t buf[2048];
+	int answered = 0, sent = 0;
+	size_t pages;
+
+	fx_init(&fx, NULL);
+	fp_connect(&f, &fx, 4096, 64 * 1024);
+	fp_register(&f, true);
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME), TIMEOUT_MS));
+	fx_start(&fx, 0, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.n_log >= 3, TIMEOUT_MS));
+	pages = smb_size(f.smb) / smb_page_size(f.smb);
+
+	for (int round = 0; round < 3000; round++) {
+		uint64_t m = rng() % 12 + 1;
+		size_t len = rng() % 64;
+
+		if (m == M_INIT || m == M_GET_ASYNC)
+			m = M_COMMIT;
+		if (round % 3 == 0) {
+			/* random bytes in a random page, marked Complete */
+			uint8_t *pg = (uint8_t *)smb_base(f.smb) + (rng() % pages) * smb_page_size(f.smb);
+			uint32_t word = (uint32_t)rng() & 0x7fffffff;
+
+			for (size_t i = 8; i < smb_page_size(f.smb); i += 8) {
+				uint64_t v = rng();
+
+				memcpy(pg + i, &v, 8);
+			}
+			__atomic_store_n((uint32_t *)pg, word | 3u, __ATOMIC_RELEASE);
+		}
+		if (m == M_COMMIT && rng() % 2) {
+			/* a decodable CommitData with nonsense in it */
+			Perfetto__Protos__CommitDataRequest req = PERFETTO__PROTOS__COMMIT_DATA_REQUEST__INIT;
+			Perfetto__Protos__CommitDataRequest__ChunksToMove mv[4], *mvp[4];
+			Perfetto__Protos__CommitDataRequest__ChunkToPatch cp = PERFETTO__PROTOS__COMMIT_DATA_REQUEST__CHUNK_TO_PATCH__INIT;
+			Perfetto__Protos__CommitDataRequest__ChunkToPatch *cpp = &cp;
+			Perfetto__Protos__CommitDataRequest__ChunkToPatch__Patch pt = PERFETTO__PROTOS__COMMIT_DATA_REQUEST__CHUNK_TO_PATCH__PATCH__INIT;
+			Perfetto__Protos__CommitDataRequest__ChunkToPatch__Patch *ptp = &pt;
+			uint8_t pdata[6];
+
+			for (int i = 0; i < 4; i++) {
+				perfetto__protos__commit_data_request__chunks_to_move__init(&mv[i]);
+				mv[i].has_page = mv[i].has_chunk = mv[i].has_target_buffer = true;
+				mv[i].page = (uint32_t)(rng() % (pages + 2));
+				mv[i].chunk = (uint32_t)(rng() % 16);
+				mv[i].target_buffer = rng() % 4 ? f.target_buffer : (uint32_t)rng();
+				if (rng() % 8 == 0) {
+					mv[i].has_data = true;
+					mv[i].data.data = buf;
+					mv[i].data.len = rng() % 1024;
+				}
+				mvp[i] = &mv[i];
+			}
+			for (size_t i = 0; i < sizeof(buf); i++)
+				buf[i] = (uint8_t)rng();
+			cp.has_target_buffer = cp.has_writer_id = cp.has_chunk_id = cp.has_has_more_patches = true;
+			cp.target_buffer = f.target_buffer;
+			cp.writer_id = (uint32_t)(rng() % 40000);
+			cp.chunk_id = (uint32_t)(rng() % 8);
+			cp.has_more_patches = rng() % 2;
+			pt.has_offset = pt.has_data = true;
+			pt.offset = (uint32_t)rng() % 5000;
+			pt.data.data = pdata;
+			pt.data.len = rng() % 2 ? 4 : rng() % 7;
+			cp.n_patches = 1;
+			cp.patches = &ptp;
+			req.n_chunks_to_move = 4;
+			req.chunks_to_move = mvp;
+			req.n_chunks_to_patch = 1;
+			req.chunks_to_patch = &cpp;
+			if (rng() % 4 == 0) {
+				req.has_flush_request_id = true;
+				req.flush_request_id = rng();
+			}
+			len = perfetto__protos__commit_data_request__get_packed_size(&req);
+			{
+				uint8_t out[8192];
+
+				ck_assert_uint_le(len, sizeof(out));
+				perfetto__protos__commit_data_request__pack(&req, out);
+				ck_assert_int_eq(ipc_client_invoke(f.c, f.sid, f.mid[M_COMMIT], out, len, -EBADF,
+								   on_any_reply, &answered, NULL), 0);
+			}
+		} else {
+			for (size_t i = 0; i < len; i++)
+				buf[i] = (uint8_t)rng();
+			ck_assert_int_eq(ipc_client_invoke(f.c, f.sid, f.mid[m], buf, len, -EBADF, on_any_reply,
+							   &answered, NULL), 0);
+		}
+		sent++;
+		if (round % 50 == 0)
+			ck_assert(RUN_UNTIL(fx.e, answered >= sent - 40, TIMEOUT_MS));
+	}
+	/* every call is answered one way or the other (none drops the reply) */
+	ck_assert(RUN_UNTIL(fx.e, answered == sent, TIMEOUT_MS));
+	ck_assert(ipc_client_is_connected(f.c));
+	{
+		struct svc_session_stats st;
+
+		ck_assert_int_eq(svc_session_get_stats(fx.ss, &st), 0);
+		ck_assert_uint_gt(st.chunks_discarded, 100);
+		ck_assert_uint_gt(st.abi_violations, 10);
+		ck_assert_uint_gt(st.patches_failed, 0);
+	}
+
+	ck_assert_int_eq(svc_session_stop(fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, 3 * TIMEOUT_MS));
+	ck_assert_int_eq(fx.done_error, 0);
+	trace_load(&t, fx.out);
+	check_head(&t);
+	trace_free(&t);
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
 static Suite *service_suite(void)
 {
 	Suite *s = suite_create("service");
@@ -1548,6 +1698,7 @@ static Suite *service_suite(void)
 	tcase_add_test(tc, test_patched_packets);
 	tcase_add_test(tc, test_malformed_chunks);
 	tcase_add_test(tc, test_producer_config_and_teardown);
+	tcase_add_test(tc, test_hostile_producer);
 	suite_add_tcase(s, tc);
 	return s;
 }
