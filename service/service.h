@@ -26,6 +26,25 @@
  * must never leave a half-written file under the final name writes to a
  * temporary name and renames only when the hook reports success (the test
  * tool tp-test-service does this).
+ *
+ * Where this service knowingly differs from traced v58.2:
+ *  - Output is always streamed, as traced does with write_into_file: a
+ *    DISCARD buffer does not cap the total, and size_kb only bounds what a
+ *    producer may keep waiting for reassembly (gaps, pending patches).
+ *    read_tracing_buffers_completed is written once, at the end; clock
+ *    snapshots are written at every lifecycle event that asks for one (no
+ *    drift-based dedup); the stats also every snapshot interval.
+ *  - No consumer features: trigger_config, deferred_start (ignored: the
+ *    session starts at once), cloning, detach, compression, trace filters,
+ *    output_path, lockdown and statsd logging are not implemented.
+ *  - A producer-provided SMB is never adopted; SMB scraping is not done (as
+ *    traced_probes asks); inline (emulation) chunks flagged chunk_incomplete
+ *    are dropped and counted.
+ *  - A producer that stops reading is dropped when its send queue reaches
+ *    the IPC layer's bound (1 MiB), not after traced's 10 ms send timeout.
+ *  - BufferStats carry the counters this reader can tell (no overwrite,
+ *    wrap or read-ahead counts); no chunk payload histograms; the trace
+ *    provenance lists the buffers without their sequences.
  */
 
 #include <stdbool.h>
