@@ -145,7 +145,14 @@ int ftrace_ds_flush(struct ftrace_ds *ds);
  */
 struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds);
 
+/**
+ * ftrace_ds_instance_id - the DataSourceInstanceID given to ftrace_ds_setup().
+ */
 uint64_t ftrace_ds_instance_id(const struct ftrace_ds *ds);
+
+/**
+ * ftrace_ds_tracing_session_id - the TracingSessionID given to ftrace_ds_setup().
+ */
 uint64_t ftrace_ds_tracing_session_id(const struct ftrace_ds *ds);
 
 /**
