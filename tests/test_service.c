@@ -1677,6 +1677,72 @@ START_TEST(test_hostile_producer)
 }
 END_TEST
 
+struct flush_result {
+	int calls;
+	bool ok;
+};
+
+static void on_flushed(struct svc_session *ss, bool ok, void *userdata)
+{
+	struct flush_result *fr = userdata;
+
+	(void)ss;
+	fr->calls++;
+	fr->ok = ok;
+}
+
+START_TEST(test_explicit_flush)
+{
+	struct fx fx;
+	struct fp f;
+	struct flush_result a = { 0 }, b = { 0 };
+	struct svc_session_stats st;
+
+	fx_init(&fx, NULL);
+	fp_connect(&f, &fx, 4096, 64 * 1024);
+	fp_register(&f, true);
+	ck_assert(RUN_UNTIL(fx.e, svc_data_source_registered(fx.svc, DS_NAME), TIMEOUT_MS));
+	fx_start(&fx, 1000, 0);
+	ck_assert(RUN_UNTIL(fx.e, f.n_log >= 3, TIMEOUT_MS));
+
+	ck_assert_int_eq(svc_session_flush(fx.ss, on_flushed, &a), 0);
+	ck_assert(RUN_UNTIL(fx.e, a.calls == 1, TIMEOUT_MS));
+	ck_assert(a.ok);
+	/* reason explicit (4) | initiator traced (1 << 4) */
+	ck_assert_uint_eq(f.flush_flags, 0x14);
+	ck_assert_uint_eq(f.flush_ds, f.ds_id);
+
+	f.ack_flush = false;
+	ck_assert_int_eq(svc_session_flush(fx.ss, on_flushed, &b), 0);
+	ck_assert(RUN_UNTIL(fx.e, b.calls == 1, TIMEOUT_MS));
+	ck_assert(!b.ok);
+	ck_assert_int_eq(svc_session_get_stats(fx.ss, &st), 0);
+	ck_assert_uint_eq(st.flushes_acked, 1);
+	ck_assert_uint_eq(st.flushes_timed_out, 1);
+
+	/* An ack of a higher id also acks every lower pending one. */
+	{
+		struct flush_result c = { 0 }, d = { 0 };
+		int n = f.n_flush;
+
+		ck_assert_int_eq(svc_session_flush(fx.ss, on_flushed, &c), 0);
+		ck_assert(RUN_UNTIL(fx.e, f.n_flush == n + 1, TIMEOUT_MS));
+		f.ack_flush = true;
+		ck_assert_int_eq(svc_session_flush(fx.ss, on_flushed, &d), 0);
+		ck_assert(RUN_UNTIL(fx.e, c.calls == 1 && d.calls == 1, TIMEOUT_MS));
+		ck_assert(c.ok);
+		ck_assert(d.ok);
+	}
+	ck_assert_int_eq(svc_session_stop(fx.ss), 0);
+	ck_assert(RUN_UNTIL(fx.e, fx.done, TIMEOUT_MS));
+	ck_assert_int_eq(svc_session_flush(fx.ss, on_flushed, &a), -ESHUTDOWN);
+	ck_assert_int_eq(svc_session_get_stats(fx.ss, &st), 0);
+	ck_assert_uint_eq(st.flushes_acked, 4);
+	fp_close(&f);
+	fx_done(&fx);
+}
+END_TEST
+
 static Suite *service_suite(void)
 {
 	Suite *s = suite_create("service");
@@ -1699,6 +1765,7 @@ static Suite *service_suite(void)
 	tcase_add_test(tc, test_malformed_chunks);
 	tcase_add_test(tc, test_producer_config_and_teardown);
 	tcase_add_test(tc, test_hostile_producer);
+	tcase_add_test(tc, test_explicit_flush);
 	suite_add_tcase(s, tc);
 	return s;
 }
