@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The daemon beside a tracing service in another process, on a socket path
+ * from PERFETTO_PRODUCER_SOCK_NAME: a recording; the service killed
+ * mid-trace and started again (the daemon restores tracefs, reconnects and
+ * the second recording is complete); SIGTERM; and two concurrent sessions
+ * with different events, each checked from its own trace file.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "probes/ftrace/ftrace.h"
+#include "probes/pbtxt.h"
+#include "probes/producer.h"
+#include "service/service.h"
+#include "tests/tp_kernel.h"
+#include "tests/tp_trace.h"
+#include "util/util.h"
+
+static char tmpdir[] = "/tmp/tp-daemon-XXXXXX";
+static char bin_daemon[4096], bin_service[4096];
+static char instance[64], instance_path[256], sock[512], state_dir[512];
+static char *top_before, *inst_before;
+
+static void setup(void)
+{
+	snprintf(instance, sizeof(instance), "tp-daemon-%d", (int)getpid());
+	ck_assert_int_eq(tp_instance_create(instance, instance_path, sizeof(instance_path)), 0);
+	snprintf(sock, sizeof(sock), "%s/producer.sock", tmpdir);
+	snprintf(state_dir, sizeof(state_dir), "%s/state", tmpdir);
+	top_before = tp_tracefs_snapshot(TP_TRACEFS);
+	inst_before = tp_tracefs_snapshot(instance_path);
+}
+
+static void teardown(void)
+{
+	tp_instance_remove(instance);
+	free(top_before);
+	free(inst_before);
+	top_before = inst_before = NULL;
+}
+
+static bool tracefs_restored(void)
+{
+	_cleanup_free_ char *top = tp_tracefs_snapshot(TP_TRACEFS);
+	_cleanup_free_ char *inst = tp_tracefs_snapshot(instance_path);
+
+	return strcmp(top, top_before) == 0 && strcmp(inst, inst_before) == 0;
+}
+
+/* polls @cond for up to @ms: the daemon acts on its own schedule */
+static bool wait_for(bool (*cond)(void), unsigned ms)
+{
+	for (unsigned i = 0; i < ms / 10; i++) {
+		if (cond())
+			return true;
+		usleep(10000);
+	}
+	return cond();
+}
+
+static bool tracing_in_instance(void)
+{
+	_cleanup_free_ char *events = NULL;
+	char path[300];
+
+	snprintf(path, sizeof(path), "%s/set_event", instance_path);
+	return read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0 &&
+	       strstr(events, "sched_switch") != NULL;
+}
+
+static void write_config(const char *path, const char *events, unsigned duration_ms)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "buffers { size_kb: 16384 fill_policy: DISCARD }\n"
+		   "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
+		   "  ftrace_config { %s instance_name: \"%s\" } } }\n"
+		   "duration_ms: %u\n",
+		events, instance, duration_ms);
+	fclose(f);
+}
+
+static pid_t spawn_service(const char *cfg, const char *out)
+{
+	int fds[2];
+	char line[16] = "";
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		execl(bin_service, bin_service, "-s", sock, "-c", cfg, "--txt", "-o", out, "-w", "10000",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	/* it prints "ready" once listening */
+	ck_assert_int_gt(read(fds[0], line, sizeof(line) - 1), 0);
+	ck_assert_ptr_nonnull(strstr(line, "ready"));
+	close(fds[0]);
+	return pid;
+}
+
+static pid_t spawn_daemon(void)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("PERFETTO_PRODUCER_SOCK_NAME", sock, 1);
+		setenv("TRACED_PROBES_STATE_DIR", state_dir, 1);
+		execl(bin_daemon, bin_daemon, "-l", "notice", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+	int status;
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void check_trace(const char *out, uint64_t min_events)
+{
+	struct tp_trace_summary s;
+
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	ck_assert(s.has_trace_config);
+	ck_assert_msg(s.events >= min_events, "%s: %llu events", out, (unsigned long long)s.events);
+	ck_assert_uint_ge(s.stats_pairs, 1);
+	for (unsigned c = 0; c < s.n_cpus; c++)
+		ck_assert(!s.cpu[c].ts_decreased);
+	tp_trace_free(&s);
+}
+
+START_TEST(test_daemon_service_restart)
+{
+	char cfg_long[600], cfg_short[600], out1[600], out2[600];
+	pid_t svc, daemon;
+	struct tp_workload w;
+
+	snprintf(cfg_long, sizeof(cfg_long), "%s/long.pbtxt", tmpdir);
+	snprintf(cfg_short, sizeof(cfg_short), "%s/short.pbtxt", tmpdir);
+	snprintf(out1, sizeof(out1), "%s/killed.pftrace", tmpdir);
+	snprintf(out2, sizeof(out2), "%s/second.pftrace", tmpdir);
+	write_config(cfg_long, "ftrace_events: \"sched/sched_switch\"", 60000);
+	write_config(cfg_short, "ftrace_events: \"sched/sched_switch\" "
+				"ftrace_events: \"sched/sched_waking\"", 1500);
+
+	ck_assert_int_eq(tp_workload_start("tp-daemon-load", 2, 6000, &w), 0);
+	/* the daemon first, with no service: it waits and retries */
+	daemon = spawn_daemon();
+	usleep(300000);
+	svc = spawn_service(cfg_long, out1);
+	ck_assert_msg(wait_for(tracing_in_instance, 10000), "the daemon never started tracing");
+	usleep(300000);
+
+	/* the service dies mid-trace: sessions stop, tracefs goes back */
+	ck_assert_int_eq(kill(svc, SIGKILL), 0);
+	ck_assert_int_eq(wait_exit(svc), 128 + SIGKILL);
+	ck_assert_msg(wait_for(tracefs_restored, 5000), "tracefs not restored after the service died");
+	ck_assert_int_eq(kill(daemon, 0), 0);
+
+	/* a new service on the same path: the daemon reconnects, records a whole trace */
+	svc = spawn_service(cfg_short, out2);
+	ck_assert_int_eq(wait_exit(svc), 0);
+	check_trace(out2, 1000);
+	ck_assert_msg(wait_for(tracefs_restored, 5000), "tracefs not restored after the session");
+
+	/* SIGTERM: clean exit */
+	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
+	ck_assert_int_eq(wait_exit(daemon), 0);
+	ck_assert(tracefs_restored());
+	(void)tp_workload_wait(&w);
+}
+END_TEST
+
+START_TEST(test_daemon_sigterm_mid_session)
+{
+	char cfg[600], out[600];
+	pid_t svc, daemon;
+
+	snprintf(cfg, sizeof(cfg), "%s/sigterm.pbtxt", tmpdir);
+	snprintf(out, sizeof(out), "%s/sigterm.pftrace", tmpdir);
+	write_config(cfg, "ftrace_events: \"sched/sched_switch\"", 60000);
+	svc = spawn_service(cfg, out);
+	daemon = spawn_daemon();
+	ck_assert(wait_for(tracing_in_instance, 10000));
+	/* the daemon stops: its sessions end, tracefs is restored, the exit is clean */
+	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
+	ck_assert_int_eq(wait_exit(daemon), 0);
+	ck_assert(tracefs_restored());
+	/* no undo state is left behind for a later start to replay */
+	{
+		char cmd[700];
+		snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s' 2>/dev/null)\"", state_dir);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+	ck_assert_int_eq(kill(svc, SIGTERM), 0);
+	(void)wait_exit(svc);
+}
+END_TEST
+
+/* ---- two sessions at once, service and producer in this process -------- */
+
+struct two {
+	sd_event *e;
+	int done;
+	char events_after_first[4096];
+};
+
+static void on_session_done(struct svc_session *ss, int error, void *userdata)
+{
+	struct two *t = userdata;
+	char path[300];
+	_cleanup_free_ char *events = NULL;
+
+	ck_assert_int_eq(error, 0);
+	if (t->done++ == 0) {
+		/* the first session is over: only the second one's events stay on */
+		snprintf(path, sizeof(path), "%s/set_event", instance_path);
+		if (read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0)
+			snprintf(t->events_after_first, sizeof(t->events_after_first), "%s", events);
+	} else {
+		(void)sd_event_exit(t->e, 0);
+	}
+}
+
+static Perfetto__Protos__TraceConfig *config(const char *event, unsigned ms)
+{
+	char text[1024], err[256];
+	ProtobufCMessage *m = NULL;
+
+	snprintf(text, sizeof(text),
+		 "buffers { size_kb: 16384 fill_policy: DISCARD }\n"
+		 "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
+		 "  ftrace_config { ftrace_events: \"%s\" instance_name: \"%s\" } } }\n"
+		 "duration_ms: %u\n",
+		 event, instance, ms);
+	ck_assert_int_eq(pbtxt_parse(&perfetto__protos__trace_config__descriptor, text, strlen(text),
+				     &m, err, sizeof(err)), 0);
+	return (Perfetto__Protos__TraceConfig *)m;
+}
+
+START_TEST(test_two_sessions)
+{
+	const struct svc_session_hooks hooks = { .done = on_session_done };
+	struct two t = {};
+	struct svc *svc = NULL;
+	struct ftrace_host *fh = NULL;
+	struct producer *p = NULL;
+	struct svc_session *a = NULL, *b = NULL;
+	Perfetto__Protos__TraceConfig *cfg_a = config("sched/sched_switch", 1000);
+	Perfetto__Protos__TraceConfig *cfg_b = config("sched/sched_waking", 2500);
+	struct tp_trace_summary sa, sb;
+	struct tp_workload w;
+	char out_a[600], out_b[600];
+	int sv[2], fd_a, fd_b;
+
+	snprintf(out_a, sizeof(out_a), "%s/a.pftrace", tmpdir);
+	snprintf(out_b, sizeof(out_b), "%s/b.pftrace", tmpdir);
+	fd_a = open(out_a, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd_b = open(out_b, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ck_assert(fd_a >= 0 && fd_b >= 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	ck_assert_int_ge(sd_event_new(&t.e), 0);
+	ck_assert_int_ge(svc_new(t.e, NULL, &svc), 0);
+	ck_assert_int_ge(svc_adopt_connection(svc, sv[1]), 0);
+	setenv("TRACED_PROBES_STATE_DIR", state_dir, 1);
+	ck_assert_int_ge(ftrace_host_new(t.e, &fh), 0);
+	ck_assert_int_ge(producer_new(t.e, fh, NULL, NULL, &p), 0);
+	ck_assert_int_ge(producer_adopt_fd(p, sv[0]), 0);
+	ck_assert_int_ge(svc_session_start(svc, cfg_a, fd_a, &hooks, &t, &a), 0);
+	ck_assert_int_ge(svc_session_start(svc, cfg_b, fd_b, &hooks, &t, &b), 0);
+	ck_assert_int_eq(tp_workload_start("tp-two", 2, 3500, &w), 0);
+	ck_assert_int_ge(sd_event_loop(t.e), 0);
+	ck_assert_int_eq(t.done, 2);
+
+	/* stopping the first left the second's event on, and only that */
+	ck_assert_ptr_null(strstr(t.events_after_first, "sched_switch"));
+	ck_assert_ptr_nonnull(strstr(t.events_after_first, "sched_waking"));
+
+	a = svc_session_free(a);
+	b = svc_session_free(b);
+	p = producer_free(p);
+	fh = ftrace_host_free(fh);
+	svc = svc_free(svc);
+	t.e = sd_event_unref(t.e);
+	close(fd_a);
+	close(fd_b);
+	(void)tp_workload_wait(&w);
+	ck_assert(tracefs_restored());
+
+	/* each trace has what its session asked for, and nothing else */
+	ck_assert_int_eq(tp_trace_load(out_a, &sa), 0);
+	ck_assert_int_eq(tp_trace_load(out_b, &sb), 0);
+	for (unsigned c = 0; c < TP_MAX_CPUS; c++) {
+		ck_assert_uint_eq(sa.cpu[c].wakings, 0);
+		ck_assert_uint_eq(sb.cpu[c].switches, 0);
+	}
+	ck_assert_uint_gt(sa.events, 1000);
+	ck_assert_uint_gt(sb.events, 1000);
+	tp_trace_free(&sa);
+	tp_trace_free(&sb);
+	protobuf_c_message_free_unpacked(&cfg_a->base, NULL);
+	protobuf_c_message_free_unpacked(&cfg_b->base, NULL);
+}
+END_TEST
+
+int main(void)
+{
+	const char *build = getenv("TP_BUILD_ROOT");
+	Suite *s;
+	TCase *tc;
+	SRunner *sr;
+	int failed;
+
+	if (!tp_kernel_available()) {
+		fprintf(stderr, "needs root and tracefs: skipped\n");
+		return 77;
+	}
+	if (!build || !mkdtemp(tmpdir))
+		return 1;
+	snprintf(bin_daemon, sizeof(bin_daemon), "%s/probes/traced-probes", build);
+	snprintf(bin_service, sizeof(bin_service), "%s/tests/tp-test-service", build);
+	signal(SIGPIPE, SIG_IGN);
+	s = suite_create("daemon");
+	tc = tcase_create("daemon");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_daemon_service_restart);
+	tcase_add_test(tc, test_daemon_sigterm_mid_session);
+	tcase_add_test(tc, test_two_sessions);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	{
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		(void)!system(cmd);
+	}
+	return failed ? 1 : 0;
+}
