@@ -369,6 +369,8 @@ static int host_add_conn(struct ipc_host *h, int fd, struct ipc_conn **ret)
 	struct ipc_conn *conn;
 	int r;
 
+	(void)href; /* only keeps the host alive until we return */
+
 	if (h->n_conns >= h->max_conns) {
 		closep(&fd);
 		h->stats.connections_refused++;
