@@ -184,6 +184,9 @@ int producer_commit(struct producer *p, uint64_t flush_id)
 out:
 	if (r >= 0)
 		p->pending_flush_id = 0;
+	else if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN)
+		/* the service is gone; the disconnect path reports it once */
+		log_debug_errno(r, "Failed to commit to the tracing service: %m");
 	else
 		log_warning_errno(r, "Failed to commit to the tracing service: %m");
 	p->in_commit = false;

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Faults: the service killed and restarted 100 times under a running
+ * daemon (every reconnect made, no fd leaked, tracefs restored each time);
+ * the daemon itself SIGKILLed mid-recording (the next start puts tracefs
+ * back and says so); the recorder's disk filling up (an error, and no file
+ * that looks complete); tracefs not mounted (mounted again, in a private
+ * mount namespace).
+ */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "probes/recorder.h"
+#include "tests/tp_kernel.h"
+#include "tests/tp_trace.h"
+#include "util/util.h"
+
+#define RESTARTS 100
+
+static char tmpdir[] = "/tmp/tp-faults-XXXXXX";
+static char bin_daemon[4096], bin_service[4096];
+static char instance[64], instance_path[256], sock[512], state_dir[512];
+static char *top_before, *inst_before;
+
+static void setup(void)
+{
+	snprintf(instance, sizeof(instance), "tp-faults-%d", (int)getpid());
+	ck_assert_int_eq(tp_instance_create(instance, instance_path, sizeof(instance_path)), 0);
+	snprintf(sock, sizeof(sock), "%s/producer.sock", tmpdir);
+	snprintf(state_dir, sizeof(state_dir), "%s/state", tmpdir);
+	top_before = tp_tracefs_snapshot(TP_TRACEFS);
+	inst_before = tp_tracefs_snapshot(instance_path);
+}
+
+static void teardown(void)
+{
+	tp_instance_remove(instance);
+	free(top_before);
+	free(inst_before);
+	top_before = inst_before = NULL;
+}
+
+static bool tracefs_restored(void)
+{
+	_cleanup_free_ char *top = tp_tracefs_snapshot(TP_TRACEFS);
+	_cleanup_free_ char *inst = tp_tracefs_snapshot(instance_path);
+
+	return strcmp(top, top_before) == 0 && strcmp(inst, inst_before) == 0;
+}
+
+static bool tracing_in_instance(void)
+{
+	_cleanup_free_ char *events = NULL;
+	char path[300];
+
+	snprintf(path, sizeof(path), "%s/set_event", instance_path);
+	return read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0 &&
+	       strstr(events, "sched_switch") != NULL;
+}
+
+static bool wait_for(bool (*cond)(void), unsigned ms)
+{
+	for (unsigned i = 0; i < ms / 5; i++) {
+		if (cond())
+			return true;
+		usleep(5000);
+	}
+	return cond();
+}
+
+static void write_config(const char *path, unsigned duration_ms)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "buffers { size_kb: 4096 fill_policy: DISCARD }\n"
+		   "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
+		   "  ftrace_config { ftrace_events: \"sched/sched_switch\" buffer_size_kb: 64 "
+		   "instance_name: \"%s\" } } }\n"
+		   "duration_ms: %u\n",
+		instance, duration_ms);
+	fclose(f);
+}
+
+static pid_t spawn_service(const char *cfg, const char *out)
+{
+	int fds[2];
+	char line[16] = "";
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		close(fds[0]);
+		execl(bin_service, bin_service, "-s", sock, "-c", cfg, "--txt", "-o", out, "-w", "10000",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	ck_assert_int_gt(read(fds[0], line, sizeof(line) - 1), 0);
+	close(fds[0]);
+	return pid;
+}
+
+static pid_t spawn_daemon(int stderr_fd, const char *extra)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("PERFETTO_PRODUCER_SOCK_NAME", sock, 1);
+		setenv("TRACED_PROBES_STATE_DIR", state_dir, 1);
+		if (stderr_fd >= 0)
+			dup2(stderr_fd, STDERR_FILENO);
+		execl(bin_daemon, bin_daemon, "-l", "notice", extra, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+	int status;
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static unsigned count_fds(pid_t pid)
+{
+	char path[64];
+	unsigned n = 0;
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+START_TEST(test_service_restarted_100_times)
+{
+	char cfg[600], out[600];
+	unsigned fds_before = 0, fds_after;
+	pid_t daemon;
+
+	snprintf(cfg, sizeof(cfg), "%s/long.pbtxt", tmpdir);
+	snprintf(out, sizeof(out), "%s/killed.pftrace", tmpdir);
+	write_config(cfg, 600000);
+	daemon = spawn_daemon(-1, NULL);
+	for (int i = 0; i < RESTARTS; i++) {
+		pid_t svc = spawn_service(cfg, out);
+
+		ck_assert_msg(wait_for(tracing_in_instance, 10000), "cycle %d: no reconnect", i);
+		if (i == 0)
+			fds_before = count_fds(daemon);
+		ck_assert_int_eq(kill(svc, SIGKILL), 0);
+		ck_assert_int_eq(wait_exit(svc), 128 + SIGKILL);
+		ck_assert_msg(wait_for(tracefs_restored, 5000), "cycle %d: tracefs not restored", i);
+	}
+	/* connected once more, as in the first cycle: same fds as then */
+	{
+		pid_t svc = spawn_service(cfg, out);
+
+		ck_assert(wait_for(tracing_in_instance, 10000));
+		fds_after = count_fds(daemon);
+		ck_assert_int_eq(kill(svc, SIGKILL), 0);
+		(void)wait_exit(svc);
+	}
+	ck_assert_uint_gt(fds_before, 0);
+	ck_assert_uint_eq(fds_after, fds_before);
+	ck_assert(wait_for(tracefs_restored, 5000));
+	/* under the sanitizer build a leak makes this exit non-zero */
+	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
+	ck_assert_int_eq(wait_exit(daemon), 0);
+	ck_assert(tracefs_restored());
+}
+END_TEST
+
+START_TEST(test_daemon_sigkill_recovered)
+{
+	char cfg[600], out[600], log_path[600];
+	_cleanup_free_ char *log = NULL;
+	pid_t svc, daemon;
+	int log_fd;
+
+	snprintf(cfg, sizeof(cfg), "%s/sigkill.pbtxt", tmpdir);
+	snprintf(out, sizeof(out), "%s/sigkill.pftrace", tmpdir);
+	snprintf(log_path, sizeof(log_path), "%s/recover.log", tmpdir);
+	write_config(cfg, 600000);
+	svc = spawn_service(cfg, out);
+	daemon = spawn_daemon(-1, NULL);
+	ck_assert(wait_for(tracing_in_instance, 10000));
+	/* no chance to clean up: tracefs stays changed */
+	ck_assert_int_eq(kill(daemon, SIGKILL), 0);
+	ck_assert_int_eq(wait_exit(daemon), 128 + SIGKILL);
+	ck_assert(!tracefs_restored());
+	ck_assert_int_eq(kill(svc, SIGKILL), 0);
+	(void)wait_exit(svc);
+
+	/* the next start puts back what the killed run found, and says so */
+	log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(log_fd, 0);
+	daemon = spawn_daemon(log_fd, "--cleanup-after-crash");
+	close(log_fd);
+	ck_assert_int_eq(wait_exit(daemon), 0);
+	ck_assert(tracefs_restored());
+	ck_assert_int_eq(read_full_file_at(AT_FDCWD, log_path, 1 << 16, &log, NULL), 0);
+	ck_assert_msg(strstr(log, "Restored") != NULL, "log: %s", log);
+}
+END_TEST
+
+START_TEST(test_recorder_disk_full)
+{
+	char mnt[600], out[700];
+	struct recorder_options o;
+	struct tp_workload w;
+	DIR *d;
+	struct dirent *de;
+	unsigned files = 0;
+
+	/* 256 KiB of disk: a 2 s busy recording needs more */
+	snprintf(mnt, sizeof(mnt), "%s/small", tmpdir);
+	ck_assert_int_eq(mkdir(mnt, 0700), 0);
+	ck_assert_int_eq(mount("tmpfs", mnt, "tmpfs", 0, "size=256k"), 0);
+	snprintf(out, sizeof(out), "%s/full.pftrace", mnt);
+	ck_assert_int_eq(tp_workload_start("tp-diskfull", 2, 2500, &w), 0);
+	recorder_options_init(&o);
+	o.output = out;
+	o.instance = instance;
+	o.quiet = true;
+	o.process_names = false;
+	o.duration_ms = 2000;
+	ck_assert_int_lt(recorder_run(&o), 0);
+	(void)tp_workload_wait(&w);
+	ck_assert(tracefs_restored());
+	/* nothing is left that could pass for a trace */
+	d = opendir(mnt);
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		files += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	ck_assert_uint_eq(files, 0);
+	ck_assert_int_eq(umount(mnt), 0);
+}
+END_TEST
+
+START_TEST(test_recorder_tracefs_unmounted)
+{
+	pid_t pid;
+
+	/* in a mount namespace of its own, where tracefs is gone */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct recorder_options o;
+		char out[600];
+		struct tp_trace_summary s;
+
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			_exit(2);
+		(void)umount2("/sys/kernel/debug/tracing", MNT_DETACH);
+		if (umount2(TP_TRACEFS, MNT_DETACH) < 0 || access(TP_TRACEFS "/trace", F_OK) == 0)
+			_exit(3);
+		snprintf(out, sizeof(out), "%s/unmounted.pftrace", tmpdir);
+		recorder_options_init(&o);
+		o.output = out;
+		o.instance = instance;
+		o.quiet = true;
+		o.process_names = false;
+		o.duration_ms = 300;
+		if (recorder_run(&o) < 0)
+			_exit(4);
+		if (access(TP_TRACEFS "/trace", F_OK) != 0)
+			_exit(5);
+		if (tp_trace_load(out, &s) < 0 || s.stats_pairs < 1)
+			_exit(6);
+		tp_trace_free(&s);
+		_exit(0);
+	}
+	ck_assert_int_eq(wait_exit(pid), 0);
+	ck_assert(tracefs_restored());
+}
+END_TEST
+
+int main(void)
+{
+	const char *build = getenv("TP_BUILD_ROOT");
+	Suite *s;
+	TCase *tc;
+	SRunner *sr;
+	int failed;
+
+	if (!tp_kernel_available()) {
+		fprintf(stderr, "needs root and tracefs: skipped\n");
+		return 77;
+	}
+	if (!build || !mkdtemp(tmpdir))
+		return 1;
+	snprintf(bin_daemon, sizeof(bin_daemon), "%s/probes/traced-probes", build);
+	snprintf(bin_service, sizeof(bin_service), "%s/tests/tp-test-service", build);
+	signal(SIGPIPE, SIG_IGN);
+	s = suite_create("faults");
+	tc = tcase_create("faults");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_service_restarted_100_times);
+	tcase_add_test(tc, test_daemon_sigkill_recovered);
+	tcase_add_test(tc, test_recorder_disk_full);
+	tcase_add_test(tc, test_recorder_tracefs_unmounted);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	{
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		(void)!system(cmd);
+	}
+	return failed ? 1 : 0;
+}
