@@ -885,6 +885,13 @@ START_TEST(test_config_resolution)
 	ck_assert_uint_eq(c->buffer_size_kb, FTRACE_BUFFER_KB_MAX);
 	ftrace_config_free(c);
 	c = NULL;
+	/* a small machine: all CPUs' buffers together stay within a quarter of its memory */
+	cfg.buffer_size_kb = 1024 * 1024;
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 1ull << 30, &c, &err), 0);
+	ck_assert_uint_eq(c->buffer_size_kb,
+			  (1ull << 30) / 4 / 1024 / (uint64_t)sysconf(_SC_NPROCESSORS_CONF));
+	ftrace_config_free(c);
+	c = NULL;
 
 	/* Rejected: bad instance name, too many events. */
 	cfg.instance_name = "../etc";

@@ -485,6 +485,19 @@ int ftrace_config_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struc
 	if (kb == 0 || (cfg->has_buffer_size_lower_bound && cfg->buffer_size_lower_bound && kb < def))
 		kb = def;
 	c->buffer_size_kb = MIN(kb, FTRACE_BUFFER_KB_MAX);
+	/* never ask the kernel for more than a quarter of the machine's memory in all */
+	if (ram_bytes > 0) {
+		long ncpus = sysconf(_SC_NPROCESSORS_CONF);
+		uint64_t cap_kb = ram_bytes / 4 / 1024 / (uint64_t)(ncpus > 0 ? ncpus : 1);
+
+		if (cap_kb >= 4 && c->buffer_size_kb > cap_kb) {
+			r = warn(c, "buffer_size_kb %u is more than this machine can hold; using %llu",
+				 c->buffer_size_kb, (unsigned long long)cap_kb);
+			if (r < 0)
+				return r;
+			c->buffer_size_kb = (uint32_t)cap_kb;
+		}
+	}
 
 	c->drain_period_ms = FTRACE_DRAIN_MS_DEFAULT;
 	if (cfg->has_drain_period_ms && cfg->drain_period_ms >= FTRACE_DRAIN_MS_MIN &&
