@@ -28,6 +28,18 @@ echo "== sanitizer build (address,undefined)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	run_build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbench=false
 
+echo "== packaging: build the .deb, install it, verify the unit"
+debdir=$(mktemp -d)
+packaging/build-deb.sh "$debdir"
+if [ "$(id -u)" = 0 ]; then
+	dpkg -i "$debdir"/traced-probes_*.deb
+	systemd-analyze verify /lib/systemd/system/traced-probes.service
+	systemd-analyze security --offline=yes /lib/systemd/system/traced-probes.service | tail -n 1
+	/usr/bin/traced-probes --version
+	dpkg -r traced-probes
+fi
+rm -rf "$debdir"
+
 if command -v clang >/dev/null && [ "$FUZZ_SECONDS" -gt 0 ]; then
 	echo "== fuzz targets (${FUZZ_SECONDS}s each)"
 	if [ ! -d build-fuzz ]; then
