@@ -1,0 +1,800 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bench_live - the tracers side by side on a live workload.
+ *
+ *   bench_live [-t SECONDS] [-w PAIRS] [--recorder PATH] [--no-trace-cmd] [--rows]
+ *
+ * The pipe ping-pong workload runs for SECONDS (default 5) alone, then under
+ * each tracer in turn; each tracer is started first, the workload runs once
+ * the tracer is live, and the tracer is stopped with SIGINT right after:
+ *   - the floor: this binary re-executed as a minimal reader that read()s
+ *     every CPU's trace_pipe_raw of an instance every 100 ms and walks the
+ *     records (bench_walk.h), nothing else;
+ *   - traced-probes record -i <instance>, compact_sched on, then off
+ *     (--no-process-names, default 8 MiB buffers and 100 ms drains);
+ *   - trace-cmd record -e sched:sched_switch -e sched:sched_waking on the
+ *     top-level buffer (its default), when installed and able to run.
+ * CPU is wait4()'s rusage of the tracer (children included); for
+ * traced-probes record, whose service thread stands in for traced, the
+ * producer's main thread alone (schedstat of the exited child) and the
+ * whole process in a note.  Peak RSS is ru_maxrss, events what the tracer
+ * says it recorded, slowdown how much longer a round trip of the workload
+ * takes than alone (mean of a run before and after).  Also the time from
+ * exec to the events being enabled and to the first drain.  Needs root;
+ * leaves tracefs as it found it.  Not a test: asserts nothing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "bench/bench_walk.h"
+#include "util/util.h"
+
+#define DRAIN_PERIOD_NS (100u * 1000u * 1000u)
+#define FLOOR_BUFFER_KB "8192"  /* traced-probes record's default -b 8m */
+
+static volatile sig_atomic_t arg_stop;
+static double arg_seconds = 5.0;
+static unsigned arg_pairs = 2;
+static const char *arg_recorder;
+static bool arg_trace_cmd = true;
+static bool arg_rows;
+
+struct live_result {
+	bool ok;
+	uint64_t cpu_ns;        /* the whole process tree */
+	uint64_t main_ns;       /* its main thread only (0: unknown) */
+	long maxrss_kb;
+	uint64_t events;
+	uint64_t overruns;
+	uint64_t out_bytes;     /* trace file, or raw pages for the floor */
+	uint64_t window_ns;     /* the workload's run under it */
+	double rate;            /* workload round trips/s under it */
+	double enabled_ms, drain_ms;   /* exec -> events on, -> first read; < 0 unknown */
+	long rss_kb, rss_anon_kb, rss_file_kb, rss_shmem_kb;   /* just before the stop */
+};
+
+static uint64_t rusage_ns(const struct rusage *ru)
+{
+	return (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000u +
+	       (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000u;
+}
+
+static unsigned commit_size_of(const char *dir)
+{
+	_cleanup_free_ char *s = NULL;
+	size_t n;
+
+	if (bench_file_read_alloc(dir, "events/header_page", &s, &n) < 0)
+		return 8;
+	return bench_commit_size(s);
+}
+
+/* ---- the floor reader (this binary, re-executed) ------------------------ */
+
+static void floor_drain(const int *fds, unsigned n, uint8_t *page, unsigned commit_size,
+			struct bench_walk *w)
+{
+	for (unsigned cpu = 0; cpu < n; cpu++)
+		while (fds[cpu] >= 0 && read(fds[cpu], page, 4096) > 0)
+			bench_walk_page(page, 4096, commit_size, w);
+}
+
+static int floor_reader_main(const char *dir)
+{
+	static uint8_t page[4096];
+	unsigned n = bench_ncpus(dir), commit_size = commit_size_of(dir);
+	struct bench_walk w = {};
+	uint64_t next;
+	int fds[1024];
+
+	if (n == 0 || n > ARRAY_SIZE(fds))
+		return 1;
+	for (unsigned cpu = 0; cpu < n; cpu++) {
+		char path[PATH_MAX];
+
+		(void)snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw", dir, cpu);
+		fds[cpu] = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	}
+	printf("ready\n");
+	fflush(stdout);
+	next = bench_mono_ns();
+	for (;;) {
+		struct pollfd pfd = { .fd = 0, .events = POLLIN };
+		uint64_t now = bench_mono_ns();
+		char c;
+
+		next += DRAIN_PERIOD_NS;
+		if (next > now && poll(&pfd, 1, (int)((next - now) / 1000000u)) > 0 &&
+		    read(0, &c, 1) <= 0)
+			break;  /* EOF on stdin: stop */
+		floor_drain(fds, n, page, commit_size, &w);
+	}
+	floor_drain(fds, n, page, commit_size, &w);
+	printf("%llu %llu %llu\n", (unsigned long long)w.records, (unsigned long long)w.pages,
+	       (unsigned long long)w.sink);
+	return 0;
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+/* The first two lines of a tool's message, joined, for a one-line note. */
+static const char *one_line(const char *s)
+{
+	static char buf[256];
+	size_t n = 0;
+	int lines = 0;
+
+	for (; *s && n + 4 < sizeof(buf); s++) {
+		if (*s == '\n') {
+			if (++lines == 2)
+				break;
+			buf[n++] = ' ';
+			continue;
+		}
+		if (*s != '\t' && !(*s == ' ' && n > 0 && buf[n - 1] == ' '))
+			buf[n++] = *s;
+		else if (n > 0 && buf[n - 1] != ' ')
+			buf[n++] = ' ';
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+/* Poll a tracefs file until it reads @want; ms since the child's exec, or -1. */
+static double wait_file(const struct bench_child *ch, const char *dir, const char *file,
+			const char *want, double timeout_s)
+{
+	uint64_t deadline = bench_mono_ns() + (uint64_t)(timeout_s * 1e9);
+
+	while (!arg_stop && bench_mono_ns() < deadline && !bench_child_exited(ch)) {
+		char v[64];
+
+		if (bench_file_read(dir, file, v, sizeof(v)) >= 0 && strcmp(v, want) == 0)
+			return (double)(bench_mono_ns() - ch->start_ns) / 1e6;
+		bench_sleep_ns(200 * 1000);
+	}
+	return -1;
+}
+
+/* Until any CPU's "read events" moves: the tracer's first drain. */
+static double wait_first_read(const struct bench_child *ch, const char *dir, unsigned n_cpus,
+			      double timeout_s)
+{
+	uint64_t deadline = bench_mono_ns() + (uint64_t)(timeout_s * 1e9);
+
+	while (!arg_stop && bench_mono_ns() < deadline && !bench_child_exited(ch)) {
+		for (unsigned cpu = 0; cpu < n_cpus; cpu++) {
+			uint64_t v;
+
+			if (bench_cpu_stat(dir, cpu, "read events", &v) >= 0 && v > 0)
+				return (double)(bench_mono_ns() - ch->start_ns) / 1e6;
+		}
+		bench_sleep_ns(200 * 1000);
+	}
+	return -1;
+}
+
+static uint64_t sum_stat(const char *dir, unsigned n_cpus, const char *key)
+{
+	uint64_t sum = 0;
+
+	for (unsigned cpu = 0; cpu < n_cpus; cpu++) {
+		uint64_t v;
+
+		if (bench_cpu_stat(dir, cpu, key, &v) >= 0)
+			sum += v;
+	}
+	return sum;
+}
+
+static int enable_sched(const char *dir, const char *v)
+{
+	int r = bench_file_write(dir, "events/sched/sched_switch/enable", v, false);
+
+	if (r >= 0)
+		r = bench_file_write(dir, "events/sched/sched_waking/enable", v, false);
+	return r;
+}
+
+/* Run the workload under a live tracer, then stop the tracer with SIGINT. */
+/* VmRSS and its parts, from /proc/PID/status, while the tracer still runs. */
+static void read_rss(pid_t pid, struct live_result *res)
+{
+	static const char *const keys[] = { "VmRSS:", "RssAnon:", "RssFile:", "RssShmem:" };
+	long *vals[] = { &res->rss_kb, &res->rss_anon_kb, &res->rss_file_kb, &res->rss_shmem_kb };
+	char path[64], line[256];
+	FILE *f;
+
+	(void)snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+			if (strncmp(line, keys[i], strlen(keys[i])) == 0)
+				(void)sscanf(line + strlen(keys[i]), "%ld", vals[i]);
+	fclose(f);
+}
+
+/*
+ * Run the workload under a live tracer (unless @run is false: the tracer
+ * did not come up), then stop the tracer: EOF on its stdin for the floor
+ * reader, SIGINT for the others.
+ */
+static int workload_then_stop(struct bench_child *ch, bool run, struct live_result *res,
+			      char **ret_out, int *ret_status)
+{
+	struct rusage ru = {};
+	uint64_t start = bench_mono_ns();
+	int r = 0;
+
+	if (run && !arg_stop)
+		r = bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &res->rate);
+	read_rss(ch->pid, res);
+	if (ch->in_fd >= 0) {
+		(void)close(ch->in_fd);     /* the floor reader stops on EOF */
+		ch->in_fd = -EBADF;
+	} else {
+		bench_child_signal(ch, SIGINT);
+	}
+	res->window_ns = bench_mono_ns() - start;
+	if (bench_child_finish(ch, ret_out, ret_status, &ru, &res->main_ns) >= 0) {
+		res->cpu_ns = rusage_ns(&ru);
+		res->maxrss_kb = ru.ru_maxrss;
+	}
+	return r;
+}
+
+/* ---- scenarios ------------------------------------------------------------ */
+
+static int run_floor(const char *self, struct live_result *res)
+{
+	char name[64], dir[PATH_MAX];
+	_cleanup_free_ char *out = NULL;
+	struct bench_child ch = { .in_fd = -EBADF, .out_fd = -EBADF };
+	unsigned long long records = 0, pages = 0, sink;
+	unsigned n_cpus;
+	char line[16];
+	int r, status = 0;
+
+	*res = (struct live_result){ .enabled_ms = -1, .drain_ms = -1 };
+	(void)snprintf(name, sizeof(name), "tp-bench-live-%d", (int)getpid());
+	r = bench_instance_create(name, dir, sizeof(dir));
+	if (r < 0)
+		return log_error_errno(r, "Cannot create instance %s: %m", name);
+	n_cpus = bench_ncpus(dir);
+	r = bench_file_write(dir, "buffer_size_kb", FLOOR_BUFFER_KB, false);
+	/* The clock traced-probes (and Perfetto) pick: the kernel's cost per
+	 * event depends on it. */
+	if (r >= 0)
+		(void)bench_file_write(dir, "trace_clock", "boot", false);
+	if (r >= 0)
+		r = enable_sched(dir, "1");
+	if (r >= 0) {
+		char *argv[] = { (char *)self, (char *)"--floor-reader", dir, NULL };
+
+		r = bench_spawn(argv, /* want_stdin= */ true, &ch);
+	}
+	/* "ready": its pipes are open and the pass timer runs. */
+	if (r >= 0 && (read(ch.out_fd, line, 6) != 6 || memcmp(line, "ready\n", 6) != 0))
+		r = -EIO;
+	if (ch.pid > 0)
+		(void)workload_then_stop(&ch, /* run= */ r >= 0, res, &out, &status);
+	if (r >= 0 && out && sscanf(out, "%llu %llu %llu", &records, &pages, &sink) >= 2) {
+		res->ok = true;
+		res->events = records;
+		res->out_bytes = pages * 4096u;
+		res->overruns = sum_stat(dir, n_cpus, "overrun");
+	}
+	(void)enable_sched(dir, "0");
+	if (bench_instance_remove(name) < 0)
+		log_warning("Could not remove %s", dir);
+	return r;
+}
+
+/* "  ftrace: N events, ..." and the per-CPU "cpu events lost pages" rows. */
+static void parse_recorder_summary(const char *out, struct live_result *res)
+{
+	const char *p = strstr(out, "ftrace: ");
+	bool in_table = false;
+
+	if (!p || sscanf(p, "ftrace: %" SCNu64 " events", &res->events) != 1)
+		return;
+	for (const char *line = p; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		unsigned cpu;
+		unsigned long long ev, lost, lp;
+
+		if (strstr(line, "lost(kernel)")) {
+			in_table = true;
+			continue;
+		}
+		if (in_table && sscanf(line, " %u %llu %llu %llu", &cpu, &ev, &lost, &lp) == 4)
+			res->overruns += lost;
+		else if (in_table)
+			in_table = false;
+	}
+	res->ok = true;
+}
+
+static int run_recorder(bool compact, struct live_result *res, FILE *notes)
+{
+	char name[64], dir[PATH_MAX], path[PATH_MAX];
+	_cleanup_free_ char *out = NULL;
+	struct bench_child ch = { .in_fd = -EBADF, .out_fd = -EBADF };
+	struct stat st;
+	unsigned n_cpus;
+	int r, status = 0;
+
+	*res = (struct live_result){ .enabled_ms = -1, .drain_ms = -1 };
+	(void)snprintf(name, sizeof(name), "tp-bench-live-%d", (int)getpid());
+	(void)snprintf(path, sizeof(path), "/tmp/tp-bench-%d.pftrace", (int)getpid());
+	r = bench_instance_create(name, dir, sizeof(dir));
+	if (r < 0)
+		return log_error_errno(r, "Cannot create instance %s: %m", name);
+	n_cpus = bench_ncpus(dir);
+	{
+		char *argv[] = { (char *)arg_recorder, (char *)"record", (char *)"-o", path,
+				 (char *)"-t", (char *)"600s", (char *)"--no-process-names",
+				 (char *)"-i", name,
+				 (char *)(compact ? "--compact-sched" : "--no-compact-sched"), NULL };
+
+		r = bench_spawn(argv, /* want_stdin= */ false, &ch);
+	}
+	if (r >= 0) {
+		res->enabled_ms = wait_file(&ch, dir, "events/sched/sched_switch/enable", "1", 10);
+		if (res->enabled_ms >= 0)
+			res->drain_ms = wait_first_read(&ch, dir, n_cpus, 1);
+		(void)workload_then_stop(&ch, res->enabled_ms >= 0, res, &out, &status);
+		if (out)
+			parse_recorder_summary(out, res);
+		if (!res->ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			bench_note(notes, "traced-probes record (%s) failed (status 0x%x): %s",
+				   compact ? "compact" : "plain", status, one_line(out ? out : ""));
+			res->ok = false;
+		}
+		if (stat(path, &st) == 0)
+			res->out_bytes = (uint64_t)st.st_size;
+		(void)unlink(path);
+	}
+	if (bench_instance_remove(name) < 0)
+		log_warning("Could not remove %s", dir);
+	return r;
+}
+
+/* ---- trace-cmd ------------------------------------------------------------- */
+
+/* What trace-cmd record may leave changed on the top level, to put back. */
+static const char *const top_files[] = {
+	BENCH_TRACEFS "/tracing_on",
+	BENCH_TRACEFS "/buffer_size_kb",
+	BENCH_TRACEFS "/current_tracer",
+	BENCH_TRACEFS "/options/function-trace",
+	BENCH_TRACEFS "/set_event",
+	BENCH_TRACEFS "/set_event_pid",
+	BENCH_TRACEFS "/tracing_cpumask",
+	"/proc/sys/kernel/kptr_restrict",
+};
+
+struct top_state {
+	char *v[ARRAY_SIZE(top_files)];
+};
+
+static void top_state_done(struct top_state *s)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(top_files); i++)
+		free(s->v[i]);
+}
+
+static void top_state_save(struct top_state *s)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(top_files); i++) {
+		size_t n;
+
+		if (bench_file_read_alloc("/", top_files[i] + 1, &s->v[i], &n) < 0)
+			s->v[i] = NULL;
+	}
+}
+
+/* Write back every file that differs; returns how many had to be. */
+static unsigned top_state_restore(const struct top_state *s, FILE *notes)
+{
+	unsigned fixed = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(top_files); i++) {
+		_cleanup_free_ char *now = NULL;
+		size_t n;
+
+		if (!s->v[i] || bench_file_read_alloc("/", top_files[i] + 1, &now, &n) < 0)
+			continue;
+		if (strcmp(now, s->v[i]) == 0)
+			continue;
+		if (strcmp(top_files[i], BENCH_TRACEFS "/set_event") == 0) {
+			/* One event per line: clear, then append each back. */
+			_cleanup_free_ char *copy = strdup(s->v[i]);
+			char *save = NULL;
+
+			(void)bench_file_write("/", top_files[i] + 1, "", false);
+			for (char *tok = copy ? strtok_r(copy, "\n", &save) : NULL; tok;
+			     tok = strtok_r(NULL, "\n", &save))
+				(void)bench_file_write("/", top_files[i] + 1, tok, true);
+		} else if (strcmp(top_files[i], BENCH_TRACEFS "/buffer_size_kb") == 0 &&
+			   strchr(s->v[i], '(')) {
+			continue;   /* "7 (expanded: 1408)": never resized, leave it */
+		} else {
+			(void)bench_file_write("/", top_files[i] + 1, s->v[i], false);
+		}
+		bench_note(notes, "trace-cmd left %s changed; restored", top_files[i]);
+		fixed++;
+	}
+	return fixed;
+}
+
+static bool have_program(const char *name)
+{
+	const char *path = getenv("PATH");
+	_cleanup_free_ char *copy = strdup(path ? path : "/usr/bin:/bin");
+	char *save = NULL;
+
+	for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
+		char p[PATH_MAX];
+
+		(void)snprintf(p, sizeof(p), "%s/%s", d, name);
+		if (access(p, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Writing ftrace_enabled back unchanged tells whether trace-cmd may (else -d). */
+static bool ftrace_enabled_writable(void)
+{
+	char v[16];
+
+	if (bench_file_read("/proc/sys/kernel", "ftrace_enabled", v, sizeof(v)) < 0)
+		return true;    /* no such file: trace-cmd will not try */
+	return bench_file_write("/proc/sys/kernel", "ftrace_enabled", v, false) >= 0;
+}
+
+static int run_popen_count(const char *cmd, const char *needle, uint64_t *ret_count,
+			   uint64_t *ret_sum_after)
+{
+	char line[4096];
+	FILE *f = popen(cmd, "re");
+
+	if (!f)
+		return negative_errno();
+	*ret_count = 0;
+	if (ret_sum_after)
+		*ret_sum_after = 0;
+	while (fgets(line, sizeof(line), f)) {
+		const char *p = strstr(line, needle);
+
+		if (!p)
+			continue;
+		(*ret_count)++;
+		if (ret_sum_after) {
+			unsigned long long v;
+
+			if (sscanf(p + strlen(needle), "%llu", &v) == 1)
+				*ret_sum_after += v;
+		}
+	}
+	return pclose(f) == 0 ? 0 : -EIO;
+}
+
+static int run_trace_cmd(struct live_result *res, FILE *notes)
+{
+	char path[PATH_MAX], cmd[PATH_MAX + 64], flags_note[256] = "";
+	_cleanup_free_ char *out = NULL;
+	struct bench_child ch = { .in_fd = -EBADF, .out_fd = -EBADF };
+	struct top_state saved = {};
+	char *argv[16];
+	unsigned n_cpus = bench_ncpus(BENCH_TRACEFS);
+	int argc = 0, r, status = 0, fd;
+	struct stat st;
+	uint64_t n, n2;
+
+	*res = (struct live_result){ .enabled_ms = -1, .drain_ms = -1 };
+	(void)snprintf(path, sizeof(path), "/tmp/tp-bench-%d.dat", (int)getpid());
+	argv[argc++] = (char *)"trace-cmd";
+	argv[argc++] = (char *)"record";
+	if (!ftrace_enabled_writable()) {
+		argv[argc++] = (char *)"-d";
+		(void)strcat(flags_note, " -d (/proc/sys/kernel/ftrace_enabled is not writable here)");
+	}
+	/* Its pid filter goes through set_ftrace_pid; trace-cmd 3.1.6 crashes when
+	 * that file cannot be opened, so do without the filter then. */
+	fd = open(BENCH_TRACEFS "/set_ftrace_pid", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno != ENOENT) {
+		argv[argc++] = (char *)"--no-filter";
+		(void)strcat(flags_note, " --no-filter (set_ftrace_pid cannot be opened: its own"
+				       " threads are traced too)");
+	}
+	if (fd >= 0)
+		(void)close(fd);
+	argv[argc++] = (char *)"-e";
+	argv[argc++] = (char *)"sched:sched_switch";
+	argv[argc++] = (char *)"-e";
+	argv[argc++] = (char *)"sched:sched_waking";
+	argv[argc++] = (char *)"-o";
+	argv[argc++] = path;
+	argv[argc] = NULL;
+	if (flags_note[0])
+		bench_note(notes, "trace-cmd needed%s", flags_note);
+
+	top_state_save(&saved);
+	r = bench_spawn(argv, /* want_stdin= */ false, &ch);
+	if (r >= 0) {
+		res->enabled_ms = wait_file(&ch, BENCH_TRACEFS, "events/sched/sched_switch/enable", "1",
+					    10);
+		if (res->enabled_ms >= 0)
+			res->drain_ms = wait_first_read(&ch, BENCH_TRACEFS, n_cpus, 1);
+		(void)workload_then_stop(&ch, res->enabled_ms >= 0, res, &out, &status);
+	}
+	(void)top_state_restore(&saved, notes);
+	top_state_done(&saved);
+	if (r < 0)
+		return r;
+
+	if (stat(path, &st) < 0 || st.st_size == 0) {
+		const char *e = out && *out ? out : "no output";
+
+		bench_note(notes, "trace-cmd record: cannot run on this kernel (status 0x%x, no"
+			   " trace written): %s", status, one_line(e));
+		goto out;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		bench_note(notes, "trace-cmd record exited with status 0x%x after writing its trace:"
+			   " %s", status, one_line(out && strstr(out, "trace-cmd:") ?
+						   strstr(out, "trace-cmd:") : ""));
+	res->out_bytes = (uint64_t)st.st_size;
+	(void)snprintf(cmd, sizeof(cmd), "trace-cmd report -q '%s' 2>/dev/null", path);
+	r = run_popen_count(cmd, ": sched_", &res->events, NULL);
+	(void)snprintf(cmd, sizeof(cmd), "trace-cmd report --stat '%s' 2>/dev/null", path);
+	if (run_popen_count(cmd, "overrun:", &n, &n2) >= 0 || n > 0)
+		res->overruns = n2;
+	res->ok = res->events > 0;
+	if (!res->ok)
+		bench_note(notes, "trace-cmd report found no events in %s", path);
+out:
+	(void)unlink(path);
+	for (unsigned cpu = 0; cpu < MAX(n_cpus, 1u); cpu++) {
+		char p[PATH_MAX + 16];
+
+		(void)snprintf(p, sizeof(p), "%s.cpu%u", path, cpu);
+		(void)unlink(p);
+	}
+	return 0;
+}
+
+/* ---- main ----------------------------------------------------------------- */
+
+static void on_signal(int sig)
+{
+	arg_stop = 1;
+}
+
+static int parse_args(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "time", required_argument, NULL, 't' },
+		{ "pairs", required_argument, NULL, 'w' },
+		{ "recorder", required_argument, NULL, 'P' },
+		{ "no-trace-cmd", no_argument, NULL, 'N' },
+		{ "rows", no_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "t:w:h", opts, NULL)) >= 0) {
+		switch (c) {
+		case 't':
+			arg_seconds = strtod(optarg, NULL);
+			if (!(arg_seconds >= 0.5 && arg_seconds <= 120))
+				return log_error_errno(-EINVAL, "Bad duration: %s", optarg);
+			break;
+		case 'w':
+			if (safe_atou32(optarg, &arg_pairs) < 0 || arg_pairs == 0 || arg_pairs > 64)
+				return log_error_errno(-EINVAL, "Bad pair count: %s", optarg);
+			break;
+		case 'P':
+			arg_recorder = optarg;
+			break;
+		case 'N':
+			arg_trace_cmd = false;
+			break;
+		case 'R':
+			arg_rows = true;
+			break;
+		case 'h':
+			printf("Usage: %s [-t SECONDS] [-w PAIRS] [--recorder PATH] [--no-trace-cmd]"
+			       " [--rows]\n", argv[0]);
+			return 0;
+		default:
+			return -EINVAL;
+		}
+	}
+	return 1;
+}
+
+static double events_per_trip(const struct live_result *res)
+{
+	return res->ok && res->rate > 0 ? (double)res->events / (res->rate * arg_seconds) : 0;
+}
+
+static double ns_per_event(const struct live_result *res, bool main_thread)
+{
+	uint64_t ns = main_thread && res->main_ns ? res->main_ns : res->cpu_ns;
+
+	return res->ok && res->events ? (double)ns / (double)res->events : -1;
+}
+
+/*
+ * @main_thread: charge only the tracer's main thread (for traced-probes
+ * record, the producer; its service thread stands in for traced).
+ */
+static void print_live_row(const char *label, const struct live_result *res, double base_rate,
+			   bool main_thread, double floor_ns)
+{
+	char what[160];
+	struct bench_row row = BENCH_ROW_EMPTY(what);
+	bool is_floor = floor_ns < 0;
+
+	if (!res->ok || res->events == 0)
+		return;
+	row.ns_per_event = ns_per_event(res, main_thread);
+	if (!is_floor && floor_ns > 0)
+		(void)snprintf(what, sizeof(what), "%s (%.2fx floor)", label, row.ns_per_event / floor_ns);
+	else
+		(void)snprintf(what, sizeof(what), "%s", label);
+	row.events_per_s = (double)res->events * 1e9 / (double)MAX(res->window_ns, 1u);
+	if (res->out_bytes) {
+		row.bytes_per_event = (double)res->out_bytes / (double)res->events;
+		row.bytes_suffix = is_floor ? " raw" : NULL;
+	}
+	row.overruns = (int64_t)res->overruns;
+	row.peak_rss_kb = res->maxrss_kb;
+	if (base_rate > 0 && res->rate > 0) {
+		row.slowdown_pct = (base_rate / res->rate - 1.0) * 100.0;
+		row.slowdown_valid = true;
+	}
+	bench_row_print(stdout, &row);
+}
+
+static char *default_recorder(void)
+{
+	char self[PATH_MAX], *dir, *ret = NULL;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0)
+		return NULL;
+	self[n] = 0;
+	dir = dirname(self);                 /* <build>/bench */
+	if (asprintf(&ret, "%s/../probes/traced-probes", dir) < 0)
+		return NULL;
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct live_result floor_res = {}, comp = {}, plain = {}, tc = {};
+	_cleanup_free_ char *recorder = NULL, *notes_buf = NULL;
+	char self[PATH_MAX];
+	double base1 = 0, base2 = 0, base, floor_ns;
+	size_t notes_len = 0;
+	FILE *notes;
+	ssize_t n;
+	int r;
+
+	if (argc == 3 && strcmp(argv[1], "--floor-reader") == 0)
+		return floor_reader_main(argv[2]);
+	r = parse_args(argc, argv);
+	if (r <= 0)
+		return r < 0 ? 2 : 0;
+	r = bench_tracefs_ready();
+	if (r < 0) {
+		fprintf(stderr, "bench_live: needs root and tracefs at %s (%s); skipped\n",
+			BENCH_TRACEFS, strerror(-r));
+		return BENCH_EXIT_SKIP;
+	}
+	if (!arg_recorder) {
+		recorder = default_recorder();
+		arg_recorder = recorder;
+	}
+	if (!arg_recorder || access(arg_recorder, X_OK) < 0) {
+		log_error("traced-probes not found (%s); pass --recorder PATH",
+			  arg_recorder ? arg_recorder : "?");
+		return 1;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = 0;
+	(void)signal(SIGINT, on_signal);
+	(void)signal(SIGTERM, on_signal);
+	(void)signal(SIGHUP, on_signal);
+	(void)signal(SIGPIPE, SIG_IGN);
+	/* Notes are printed after the rows. */
+	notes = open_memstream(&notes_buf, &notes_len);
+	if (!notes)
+		return log_error_errno(-ENOMEM, "Out of memory"), 1;
+
+	r = bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &base1);
+	if (r < 0)
+		return log_error_errno(r, "The workload failed: %m"), 1;
+	if (!arg_stop)
+		(void)run_floor(self, &floor_res);
+	if (!arg_stop)
+		(void)run_recorder(true, &comp, notes);
+	if (!arg_stop)
+		(void)run_recorder(false, &plain, notes);
+	if (arg_trace_cmd && !arg_stop) {
+		if (have_program("trace-cmd"))
+			(void)run_trace_cmd(&tc, notes);
+		else
+			bench_note(notes, "trace-cmd: not installed");
+	}
+	if (!arg_stop)
+		(void)bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &base2);
+	base = base2 > 0 ? (base1 + base2) / 2 : base1;
+
+	if (!arg_rows)
+		bench_table_header(stdout);
+	floor_ns = ns_per_event(&floor_res, false);
+	print_live_row("floor (read+walk every 100 ms), live", &floor_res, base, false, -1);
+	print_live_row("traced-probes producer, compact, live", &comp, base, true, floor_ns);
+	print_live_row("traced-probes producer, plain, live", &plain, base, true, floor_ns);
+	print_live_row("trace-cmd record, live", &tc, base, false, floor_ns);
+	fclose(notes);
+	if (notes_buf)
+		fputs(notes_buf, stdout);
+	bench_note(stdout, "live: %u ping-pong pairs for %.1f s per run; alone %.0f and %.0f round"
+		   " trips/s (first/last run); under floor %.0f, compact %.0f, plain %.0f, trace-cmd"
+		   " %.0f; events per round trip %.2f, %.2f, %.2f, %.2f", arg_pairs, arg_seconds,
+		   base1, base2, floor_res.rate, comp.rate, plain.rate, tc.rate,
+		   events_per_trip(&floor_res), events_per_trip(&comp), events_per_trip(&plain),
+		   events_per_trip(&tc));
+	bench_note(stdout, "live CPU: the tracer's whole run (setup, drains, encoding) over the events"
+		   " it recorded; wait4() rusage for the floor and trace-cmd (its recorder processes"
+		   " included), the main thread's schedstat for traced-probes record (the producer;"
+		   " peak RSS is the whole process); slowdown: how much longer the workload takes per"
+		   " round trip than alone; buffers: floor and traced-probes 8 MiB/CPU, trace-cmd the"
+		   " top-level size as found; clocks: floor and traced-probes boot, trace-cmd local;"
+		   " trace-cmd's .dat is zstd-compressed");
+	if (comp.ok && comp.rss_kb)
+		bench_note(stdout, "traced-probes record (compact) RSS just before the stop: %.1f MiB ="
+			   " anon %.1f + file %.1f + shmem %.1f (the SMB; the service thread and its"
+			   " buffers live in the same process)", comp.rss_kb / 1024.0,
+			   comp.rss_anon_kb / 1024.0, comp.rss_file_kb / 1024.0,
+			   comp.rss_shmem_kb / 1024.0);
+	if (comp.ok || plain.ok)
+		bench_note(stdout, "traced-probes record whole process (producer + in-process service"
+			   " + trace file): compact %.1f ns/event, plain %.1f ns/event",
+			   ns_per_event(&comp, false), ns_per_event(&plain, false));
+	if (comp.ok)
+		bench_note(stdout, "time to start traced-probes record: exec to events enabled %.1f ms,"
+			   " to first drain %.1f ms (drains are aligned to 100 ms of wall time)",
+			   comp.enabled_ms, comp.drain_ms);
+	if (tc.ok && tc.drain_ms >= 0)
+		bench_note(stdout, "time to start trace-cmd record: exec to events enabled %.1f ms,"
+			   " to first read %.1f ms", tc.enabled_ms, tc.drain_ms);
+	else if (tc.ok)
+		bench_note(stdout, "time to start trace-cmd record: exec to events enabled %.1f ms;"
+			   " no read seen in the per-CPU stats within 1 s (it splices whole pages)",
+			   tc.enabled_ms);
+	return arg_stop ? 1 : 0;
+}

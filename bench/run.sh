@@ -1,0 +1,57 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# bench/run.sh [BUILD_DIR] - run the drain benchmarks and print one table.
+#
+# Builds nothing: BUILD_DIR (default "build") must already hold
+# bench/bench_drain, bench/bench_live and probes/traced-probes
+# (meson option bench=true, the default).  Needs root and tracefs; takes
+# about a minute.  Extra knobs, through the environment:
+#   BENCH_DRAIN_ARGS  passed to bench_drain (e.g. "-d 3 -r 20")
+#   BENCH_LIVE_ARGS   passed to bench_live  (e.g. "-t 10 --no-trace-cmd")
+set -eu
+
+build=${1:-build}
+drain=$build/bench/bench_drain
+live=$build/bench/bench_live
+recorder=$build/probes/traced-probes
+
+for f in "$drain" "$live" "$recorder"; do
+	if [ ! -x "$f" ]; then
+		echo "run.sh: $f is missing; build first: meson setup $build && ninja -C $build" >&2
+		exit 1
+	fi
+done
+
+tmp=$(mktemp -d /tmp/tp-bench-run.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+echo "# traced-probes drain benchmarks"
+echo
+echo "machine: $(nproc) CPUs ($cpu_model), kernel $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "commit: $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo
+
+status=0
+# shellcheck disable=SC2086
+"$drain" --rows ${BENCH_DRAIN_ARGS:-} >"$tmp/drain" 2>"$tmp/drain.err" || status=$?
+if [ "$status" -eq 77 ]; then
+	cat "$tmp/drain.err" >&2
+	echo "run.sh: skipped (needs root and tracefs)" >&2
+	exit 77
+fi
+# shellcheck disable=SC2086
+"$live" --rows --recorder "$recorder" ${BENCH_LIVE_ARGS:-} >"$tmp/live" 2>"$tmp/live.err" || status=$?
+
+echo "| what | ns/event (CPU) | events/s | bytes/event | overruns | peak RSS | workload slowdown |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+grep -h '^|' "$tmp/drain" "$tmp/live" || true
+echo
+grep -h '^- ' "$tmp/drain" "$tmp/live" || true
+if [ -s "$tmp/drain.err" ] || [ -s "$tmp/live.err" ]; then
+	echo
+	echo "stderr:"
+	cat "$tmp/drain.err" "$tmp/live.err"
+fi
+exit "$status"
