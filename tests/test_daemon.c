@@ -53,25 +53,9 @@ static bool tracefs_restored(void)
 	return strcmp(top, top_before) == 0 && strcmp(inst, inst_before) == 0;
 }
 
-/* polls @cond for up to @ms: the daemon acts on its own schedule */
-static bool wait_for(bool (*cond)(void), unsigned ms)
-{
-	for (unsigned i = 0; i < ms / 10; i++) {
-		if (cond())
-			return true;
-		usleep(10000);
-	}
-	return cond();
-}
-
 static bool tracing_in_instance(void)
 {
-	_cleanup_free_ char *events = NULL;
-	char path[300];
-
-	snprintf(path, sizeof(path), "%s/set_event", instance_path);
-	return read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0 &&
-	       strstr(events, "sched_switch") != NULL;
+	return tp_event_enabled(instance_path, "sched_switch");
 }
 
 static void write_config(const char *path, const char *events, unsigned duration_ms)
@@ -89,48 +73,18 @@ static void write_config(const char *path, const char *events, unsigned duration
 
 static pid_t spawn_service(const char *cfg, const char *out)
 {
-	int fds[2];
-	char line[16] = "";
-	pid_t pid;
+	pid_t pid = tp_spawn_service(bin_service, sock, cfg, out, false);
 
-	ck_assert_int_eq(pipe(fds), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		dup2(fds[1], STDOUT_FILENO);
-		close(fds[0]);
-		execl(bin_service, bin_service, "-s", sock, "-c", cfg, "--txt", "-o", out, "-w", "10000",
-		      (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	/* it prints "ready" once listening */
-	ck_assert_int_gt(read(fds[0], line, sizeof(line) - 1), 0);
-	ck_assert_ptr_nonnull(strstr(line, "ready"));
-	close(fds[0]);
+	ck_assert_int_gt(pid, 0);
 	return pid;
 }
 
 static pid_t spawn_daemon(void)
 {
-	pid_t pid = fork();
+	pid_t pid = tp_spawn_daemon(bin_daemon, sock, state_dir, -1, NULL);
 
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		setenv("PERFETTO_PRODUCER_SOCK_NAME", sock, 1);
-		setenv("TRACED_PROBES_STATE_DIR", state_dir, 1);
-		execl(bin_daemon, bin_daemon, "-l", "notice", (char *)NULL);
-		_exit(127);
-	}
+	ck_assert_int_gt(pid, 0);
 	return pid;
-}
-
-static int wait_exit(pid_t pid)
-{
-	int status;
-
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 static void check_trace(const char *out, uint64_t min_events)
@@ -165,24 +119,24 @@ START_TEST(test_daemon_service_restart)
 	daemon = spawn_daemon();
 	usleep(300000);
 	svc = spawn_service(cfg_long, out1);
-	ck_assert_msg(wait_for(tracing_in_instance, 10000), "the daemon never started tracing");
+	ck_assert_msg(tp_wait_for(tracing_in_instance, 10000), "the daemon never started tracing");
 	usleep(300000);
 
 	/* the service dies mid-trace: sessions stop, tracefs goes back */
 	ck_assert_int_eq(kill(svc, SIGKILL), 0);
-	ck_assert_int_eq(wait_exit(svc), 128 + SIGKILL);
-	ck_assert_msg(wait_for(tracefs_restored, 5000), "tracefs not restored after the service died");
+	ck_assert_int_eq(tp_wait_exit(svc), 128 + SIGKILL);
+	ck_assert_msg(tp_wait_for(tracefs_restored, 5000), "tracefs not restored after the service died");
 	ck_assert_int_eq(kill(daemon, 0), 0);
 
 	/* a new service on the same path: the daemon reconnects, records a whole trace */
 	svc = spawn_service(cfg_short, out2);
-	ck_assert_int_eq(wait_exit(svc), 0);
+	ck_assert_int_eq(tp_wait_exit(svc), 0);
 	check_trace(out2, 1000);
-	ck_assert_msg(wait_for(tracefs_restored, 5000), "tracefs not restored after the session");
+	ck_assert_msg(tp_wait_for(tracefs_restored, 5000), "tracefs not restored after the session");
 
 	/* SIGTERM: clean exit */
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
-	ck_assert_int_eq(wait_exit(daemon), 0);
+	ck_assert_int_eq(tp_wait_exit(daemon), 0);
 	ck_assert(tracefs_restored());
 	(void)tp_workload_wait(&w);
 }
@@ -198,10 +152,10 @@ START_TEST(test_daemon_sigterm_mid_session)
 	write_config(cfg, "ftrace_events: \"sched/sched_switch\"", 60000);
 	svc = spawn_service(cfg, out);
 	daemon = spawn_daemon();
-	ck_assert(wait_for(tracing_in_instance, 10000));
+	ck_assert(tp_wait_for(tracing_in_instance, 10000));
 	/* the daemon stops: its sessions end, tracefs is restored, the exit is clean */
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
-	ck_assert_int_eq(wait_exit(daemon), 0);
+	ck_assert_int_eq(tp_wait_exit(daemon), 0);
 	ck_assert(tracefs_restored());
 	/* no undo state is left behind for a later start to replay */
 	{
@@ -210,7 +164,7 @@ START_TEST(test_daemon_sigterm_mid_session)
 		ck_assert_int_eq(system(cmd), 0);
 	}
 	ck_assert_int_eq(kill(svc, SIGTERM), 0);
-	(void)wait_exit(svc);
+	(void)tp_wait_exit(svc);
 }
 END_TEST
 
@@ -325,8 +279,6 @@ int main(void)
 	const char *build = getenv("TP_BUILD_ROOT");
 	Suite *s;
 	TCase *tc;
-	SRunner *sr;
-	int failed;
 
 	if (!tp_kernel_available()) {
 		fprintf(stderr, "needs root and tracefs: skipped\n");
@@ -345,15 +297,5 @@ int main(void)
 	tcase_add_test(tc, test_daemon_sigterm_mid_session);
 	tcase_add_test(tc, test_two_sessions);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	{
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		(void)!system(cmd);
-	}
-	return failed ? 1 : 0;
+	return tp_run_suite(s, tmpdir);
 }

@@ -58,22 +58,7 @@ static bool tracefs_restored(void)
 
 static bool tracing_in_instance(void)
 {
-	_cleanup_free_ char *events = NULL;
-	char path[300];
-
-	snprintf(path, sizeof(path), "%s/set_event", instance_path);
-	return read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0 &&
-	       strstr(events, "sched_switch") != NULL;
-}
-
-static bool wait_for(bool (*cond)(void), unsigned ms)
-{
-	for (unsigned i = 0; i < ms / 5; i++) {
-		if (cond())
-			return true;
-		usleep(5000);
-	}
-	return cond();
+	return tp_event_enabled(instance_path, "sched_switch");
 }
 
 static void write_config(const char *path, unsigned duration_ms)
@@ -92,51 +77,18 @@ static void write_config(const char *path, unsigned duration_ms)
 
 static pid_t spawn_service(const char *cfg, const char *out)
 {
-	int fds[2];
-	char line[16] = "";
-	pid_t pid;
+	pid_t pid = tp_spawn_service(bin_service, sock, cfg, out, true);
 
-	ck_assert_int_eq(pipe(fds), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		dup2(fds[1], STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
-		close(fds[0]);
-		execl(bin_service, bin_service, "-s", sock, "-c", cfg, "--txt", "-o", out, "-w", "10000",
-		      (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	ck_assert_int_gt(read(fds[0], line, sizeof(line) - 1), 0);
-	close(fds[0]);
+	ck_assert_int_gt(pid, 0);
 	return pid;
 }
 
 static pid_t spawn_daemon(int stderr_fd, const char *extra)
 {
-	pid_t pid = fork();
+	pid_t pid = tp_spawn_daemon(bin_daemon, sock, state_dir, stderr_fd, extra);
 
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		setenv("PERFETTO_PRODUCER_SOCK_NAME", sock, 1);
-		setenv("TRACED_PROBES_STATE_DIR", state_dir, 1);
-		if (stderr_fd >= 0)
-			dup2(stderr_fd, STDERR_FILENO);
-		execl(bin_daemon, bin_daemon, "-l", "notice", extra, (char *)NULL);
-		_exit(127);
-	}
+	ck_assert_int_gt(pid, 0);
 	return pid;
-}
-
-static int wait_exit(pid_t pid)
-{
-	int status;
-
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 static unsigned count_fds(pid_t pid)
@@ -169,28 +121,28 @@ START_TEST(test_service_restarted_100_times)
 	for (int i = 0; i < RESTARTS; i++) {
 		pid_t svc = spawn_service(cfg, out);
 
-		ck_assert_msg(wait_for(tracing_in_instance, 10000), "cycle %d: no reconnect", i);
+		ck_assert_msg(tp_wait_for(tracing_in_instance, 10000), "cycle %d: no reconnect", i);
 		if (i == 0)
 			fds_before = count_fds(daemon);
 		ck_assert_int_eq(kill(svc, SIGKILL), 0);
-		ck_assert_int_eq(wait_exit(svc), 128 + SIGKILL);
-		ck_assert_msg(wait_for(tracefs_restored, 5000), "cycle %d: tracefs not restored", i);
+		ck_assert_int_eq(tp_wait_exit(svc), 128 + SIGKILL);
+		ck_assert_msg(tp_wait_for(tracefs_restored, 5000), "cycle %d: tracefs not restored", i);
 	}
 	/* connected once more, as in the first cycle: same fds as then */
 	{
 		pid_t svc = spawn_service(cfg, out);
 
-		ck_assert(wait_for(tracing_in_instance, 10000));
+		ck_assert(tp_wait_for(tracing_in_instance, 10000));
 		fds_after = count_fds(daemon);
 		ck_assert_int_eq(kill(svc, SIGKILL), 0);
-		(void)wait_exit(svc);
+		(void)tp_wait_exit(svc);
 	}
 	ck_assert_uint_gt(fds_before, 0);
 	ck_assert_uint_eq(fds_after, fds_before);
-	ck_assert(wait_for(tracefs_restored, 5000));
+	ck_assert(tp_wait_for(tracefs_restored, 5000));
 	/* under the sanitizer build a leak makes this exit non-zero */
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
-	ck_assert_int_eq(wait_exit(daemon), 0);
+	ck_assert_int_eq(tp_wait_exit(daemon), 0);
 	ck_assert(tracefs_restored());
 }
 END_TEST
@@ -208,20 +160,20 @@ START_TEST(test_daemon_sigkill_recovered)
 	write_config(cfg, 600000);
 	svc = spawn_service(cfg, out);
 	daemon = spawn_daemon(-1, NULL);
-	ck_assert(wait_for(tracing_in_instance, 10000));
+	ck_assert(tp_wait_for(tracing_in_instance, 10000));
 	/* no chance to clean up: tracefs stays changed */
 	ck_assert_int_eq(kill(daemon, SIGKILL), 0);
-	ck_assert_int_eq(wait_exit(daemon), 128 + SIGKILL);
+	ck_assert_int_eq(tp_wait_exit(daemon), 128 + SIGKILL);
 	ck_assert(!tracefs_restored());
 	ck_assert_int_eq(kill(svc, SIGKILL), 0);
-	(void)wait_exit(svc);
+	(void)tp_wait_exit(svc);
 
 	/* the next start puts back what the killed run found, and says so */
 	log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	ck_assert_int_ge(log_fd, 0);
 	daemon = spawn_daemon(log_fd, "--cleanup-after-crash");
 	close(log_fd);
-	ck_assert_int_eq(wait_exit(daemon), 0);
+	ck_assert_int_eq(tp_wait_exit(daemon), 0);
 	ck_assert(tracefs_restored());
 	ck_assert_int_eq(read_full_file_at(AT_FDCWD, log_path, 1 << 16, &log, NULL), 0);
 	ck_assert_msg(strstr(log, "Restored") != NULL, "log: %s", log);
@@ -296,7 +248,7 @@ START_TEST(test_recorder_tracefs_unmounted)
 		tp_trace_free(&s);
 		_exit(0);
 	}
-	ck_assert_int_eq(wait_exit(pid), 0);
+	ck_assert_int_eq(tp_wait_exit(pid), 0);
 	ck_assert(tracefs_restored());
 }
 END_TEST
@@ -306,8 +258,6 @@ int main(void)
 	const char *build = getenv("TP_BUILD_ROOT");
 	Suite *s;
 	TCase *tc;
-	SRunner *sr;
-	int failed;
 
 	if (!tp_kernel_available()) {
 		fprintf(stderr, "needs root and tracefs: skipped\n");
@@ -327,15 +277,5 @@ int main(void)
 	tcase_add_test(tc, test_recorder_disk_full);
 	tcase_add_test(tc, test_recorder_tracefs_unmounted);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	{
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		(void)!system(cmd);
-	}
-	return failed ? 1 : 0;
+	return tp_run_suite(s, tmpdir);
 }

@@ -336,8 +336,6 @@ int main(void)
 {
 	Suite *s = suite_create("record");
 	TCase *tc = tcase_create("record");
-	SRunner *sr;
-	int failed;
 
 	if (!tp_kernel_available()) {
 		fprintf(stderr, "needs root and tracefs: skipped\n");
@@ -355,16 +353,5 @@ int main(void)
 	tcase_add_test(tc, test_record_setup_error);
 	tcase_add_test(tc, test_record_unknown_event);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	/* one process: the fixture's instance and snapshots stay meaningful */
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	{
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		(void)!system(cmd);
-	}
-	return failed ? 1 : 0;
+	return tp_run_suite(s, tmpdir);
 }

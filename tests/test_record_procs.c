@@ -276,9 +276,7 @@ int main(int argc, char **argv)
 {
 	Suite *s;
 	TCase *tc;
-	SRunner *sr;
 	ssize_t n;
-	int failed;
 
 	if (argc >= 4 && strcmp(argv[1], "--child") == 0)
 		return child_main((unsigned)atoi(argv[2]), atoi(argv[3]));
@@ -295,15 +293,5 @@ int main(int argc, char **argv)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_process_names);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	{
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		(void)!system(cmd);
-	}
-	return failed ? 1 : 0;
+	return tp_run_suite(s, tmpdir);
 }

@@ -197,3 +197,95 @@ int tp_workload_wait(struct tp_workload *w)
 	w->pid = 0;
 	return status;
 }
+
+bool tp_wait_for(bool (*cond)(void), unsigned ms)
+{
+	for (unsigned i = 0; i < ms / 5; i++) {
+		if (cond())
+			return true;
+		usleep(5000);
+	}
+	return cond();
+}
+
+int tp_wait_exit(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool tp_event_enabled(const char *instance_dir, const char *event)
+{
+	_cleanup_free_ char *events = NULL;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/set_event", instance_dir);
+	return read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0 &&
+	       strstr(events, event) != NULL;
+}
+
+pid_t tp_spawn_service(const char *bin, const char *sock, const char *cfg, const char *out,
+		       bool quiet)
+{
+	char line[16] = "";
+	int fds[2];
+	pid_t pid;
+
+	if (pipe(fds) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		if (quiet) {
+			int null = open("/dev/null", O_WRONLY);
+			dup2(null, STDERR_FILENO);
+		}
+		close(fds[0]);
+		execl(bin, bin, "-s", sock, "-c", cfg, "--txt", "-o", out, "-w", "10000", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	/* it prints "ready" once listening */
+	if (pid < 0 || read(fds[0], line, sizeof(line) - 1) <= 0 || !strstr(line, "ready")) {
+		close(fds[0]);
+		return -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+pid_t tp_spawn_daemon(const char *bin, const char *sock, const char *state_dir, int stderr_fd,
+		      const char *extra_arg)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		setenv("PERFETTO_PRODUCER_SOCK_NAME", sock, 1);
+		setenv("TRACED_PROBES_STATE_DIR", state_dir, 1);
+		if (stderr_fd >= 0)
+			dup2(stderr_fd, STDERR_FILENO);
+		execl(bin, bin, "-l", "notice", extra_arg, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+int tp_run_suite(Suite *s, const char *tmpdir)
+{
+	SRunner *sr = srunner_create(s);
+	char cmd[600];
+	int failed;
+
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	if (tmpdir && tmpdir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		(void)!system(cmd);
+	}
+	return failed ? 1 : 0;
+}

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include <check.h>
+
 #define TP_TRACEFS "/sys/kernel/tracing"
 
 /* true if root with tracefs mounted (mounting it if needed) */
@@ -38,3 +40,28 @@ struct tp_workload {
 int tp_workload_start(const char *comm, unsigned pairs, unsigned ms, struct tp_workload *ret);
 /* wait for it to finish; returns its exit status */
 int tp_workload_wait(struct tp_workload *w);
+
+/* ---- processes, for tests that run the daemon and the service ---------- */
+
+/* polls @cond every 5 ms for up to @ms; the daemon acts on its own schedule */
+bool tp_wait_for(bool (*cond)(void), unsigned ms);
+
+/* waitpid; returns the exit status, or 128 + signal */
+int tp_wait_exit(pid_t pid);
+
+/* true if @instance_dir/set_event lists @event */
+bool tp_event_enabled(const char *instance_dir, const char *event);
+
+/*
+ * tp-test-service on @sock recording @cfg (text) into @out; returns once it
+ * listens.  @quiet sends its log to /dev/null.
+ */
+pid_t tp_spawn_service(const char *bin, const char *sock, const char *cfg, const char *out,
+		       bool quiet);
+
+/* the daemon on @sock with its state in @state_dir; stderr to @stderr_fd if >= 0 */
+pid_t tp_spawn_daemon(const char *bin, const char *sock, const char *state_dir, int stderr_fd,
+		      const char *extra_arg);
+
+/* runs @s in this process (fixtures keep their meaning), then removes @tmpdir */
+int tp_run_suite(Suite *s, const char *tmpdir);
