@@ -168,6 +168,34 @@ START_TEST(test_daemon_sigterm_mid_session)
 }
 END_TEST
 
+START_TEST(test_daemon_over_tcp)
+{
+	char cfg[600], out[600], tcp[64];
+	char saved_sock[512];
+	pid_t svc, daemon;
+	struct tp_workload w;
+
+	/* no fd passing on TCP: the shared memory is emulated inside CommitData */
+	snprintf(tcp, sizeof(tcp), "127.0.0.1:%d", 20000 + (int)(getpid() % 20000));
+	snprintf(saved_sock, sizeof(saved_sock), "%s", sock);
+	snprintf(sock, sizeof(sock), "%s", tcp);
+	snprintf(cfg, sizeof(cfg), "%s/tcp.pbtxt", tmpdir);
+	snprintf(out, sizeof(out), "%s/tcp.pftrace", tmpdir);
+	write_config(cfg, "ftrace_events: \"sched/sched_switch\" "
+			  "ftrace_events: \"sched/sched_waking\"", 1500);
+	ck_assert_int_eq(tp_workload_start("tp-tcp", 2, 3000, &w), 0);
+	svc = spawn_service(cfg, out);
+	daemon = spawn_daemon();
+	ck_assert_int_eq(tp_wait_exit(svc), 0);
+	check_trace(out, 10000);
+	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
+	ck_assert_int_eq(tp_wait_exit(daemon), 0);
+	ck_assert(tracefs_restored());
+	(void)tp_workload_wait(&w);
+	snprintf(sock, sizeof(sock), "%s", saved_sock);
+}
+END_TEST
+
 /* ---- two sessions at once, service and producer in this process -------- */
 
 struct two {
@@ -296,6 +324,7 @@ int main(void)
 	tcase_add_test(tc, test_daemon_service_restart);
 	tcase_add_test(tc, test_daemon_sigterm_mid_session);
 	tcase_add_test(tc, test_two_sessions);
+	tcase_add_test(tc, test_daemon_over_tcp);
 	suite_add_tcase(s, tc);
 	return tp_run_suite(s, tmpdir);
 }
