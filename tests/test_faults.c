@@ -253,6 +253,51 @@ START_TEST(test_recorder_tracefs_unmounted)
 }
 END_TEST
 
+static void cpu1_online(void)
+{
+	int fd = open("/sys/devices/system/cpu/cpu1/online", O_WRONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		(void)!write(fd, "1", 1);
+		close(fd);
+	}
+}
+
+START_TEST(test_recorder_cpu_offline)
+{
+	char out[600];
+	struct recorder_options o;
+	struct tp_trace_summary s;
+	int fd;
+
+	fd = open("/sys/devices/system/cpu/cpu1/online", O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "no CPU hotplug here: not tested\n");
+		return;
+	}
+	atexit(cpu1_online);
+	ck_assert_int_eq(write(fd, "0", 1), 1);
+	close(fd);
+
+	/* one CPU gone: the recording works on the others and says what it saw */
+	snprintf(out, sizeof(out), "%s/offline.pftrace", tmpdir);
+	recorder_options_init(&o);
+	o.output = out;
+	o.instance = instance;
+	o.quiet = true;
+	o.process_names = false;
+	o.duration_ms = 500;
+	ck_assert_int_eq(recorder_run(&o), 0);
+	cpu1_online();
+	ck_assert(tracefs_restored());
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	ck_assert_uint_gt(s.cpu[0].bundles, 0);
+	ck_assert_uint_eq(s.cpu[1].bundles, 0);
+	ck_assert_uint_ge(s.stats_pairs, 1);
+	tp_trace_free(&s);
+}
+END_TEST
+
 int main(void)
 {
 	const char *build = getenv("TP_BUILD_ROOT");
@@ -276,6 +321,8 @@ int main(void)
 	tcase_add_test(tc, test_daemon_sigkill_recovered);
 	tcase_add_test(tc, test_recorder_disk_full);
 	tcase_add_test(tc, test_recorder_tracefs_unmounted);
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		tcase_add_test(tc, test_recorder_cpu_offline);
 	suite_add_tcase(s, tc);
 	return tp_run_suite(s, tmpdir);
 }
