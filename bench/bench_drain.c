@@ -4,7 +4,7 @@
  * beside the floor of merely walking them.
  *
  *   bench_drain [-d SECONDS] [-w PAIRS] [-r REPS] [--save FILE | --load FILE]
- *               [--only floor|kbuffer|compact|plain|scale] [--rows]
+ *               [--only floor|kbuffer|compact|plain|scale] [--rows] [--digest]
  *
  * Records ~2 s of sched_switch/sched_waking pages from a tracefs instance
  * of its own (tp-bench-<pid>, removed at exit) while a pipe ping-pong
@@ -17,7 +17,11 @@
  * Times are CLOCK_PROCESS_CPUTIME_ID: each pass (or 256 pages) of the
  * replay takes its best of REPS runs (default 10), and those are summed.
  * --load replays a saved capture and needs neither root nor tracefs (for
- * exact repeatability, and for profilers).  Not a test: asserts nothing.
+ * exact repeatability, and for profilers).  --digest prints, instead of
+ * timings, a hash of every byte the parser writes for the capture (compact
+ * and plain, through a plain buffer): equal digests before and after a
+ * change of the encoder mean identical output on all of the capture's
+ * events.  Not a test: asserts nothing.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,6 +37,7 @@
 #include "bench/bench_capture.h"
 #include "bench/bench_walk.h"
 #include "probes/ftrace/ftrace_parse.h"
+#include "smb/pbw.h"
 #include "smb/smb.h"
 #include "util/util.h"
 
@@ -50,6 +55,7 @@ static const char *arg_save;
 static const char *arg_load;
 static const char *arg_only;
 static bool arg_rows;
+static bool arg_digest;
 
 /* One ftrace_parser_parse_pages() call of a replay. */
 struct call {
@@ -386,6 +392,93 @@ out:
 	return r;
 }
 
+/* ---- digest of the output ------------------------------------------------- */
+
+#define DIGEST_SINK_SIZE (64u << 20)
+
+struct digest_sink {
+	struct pbw w;
+	uint8_t *buf;
+	uint64_t hash;
+	uint64_t bytes;
+};
+
+static struct pbw *digest_begin(void *ctx)
+{
+	struct digest_sink *d = ctx;
+
+	pbw_init(&d->w, d->buf, DIGEST_SINK_SIZE, NULL, NULL);
+	return &d->w;
+}
+
+/* FNV-1a over each packet, chained: slow per byte, but independent of us. */
+static int digest_end(void *ctx)
+{
+	struct digest_sink *d = ctx;
+	size_t n = (size_t)(d->w.cur - d->buf);
+
+	if (pbw_overflowed(&d->w))
+		return -ENOSPC;
+	for (size_t i = 0; i < n; i++)
+		d->hash = (d->hash ^ d->buf[i]) * 0x100000001b3ull;
+	d->hash = (d->hash ^ n) * 0x100000001b3ull;
+	d->bytes += n;
+	return 0;
+}
+
+static int digest_parser(struct ftrace_format_table *t, const struct ids *ids,
+			 const struct layout *l, size_t page_size, bool compact)
+{
+	struct ftrace_parser_opts o = FTRACE_PARSER_OPTS_DEFAULT;
+	struct digest_sink d = { .hash = 0xcbf29ce484222325ull };
+	const struct ftrace_packet_sink sink = { .begin = digest_begin, .end = digest_end, .ctx = &d };
+	struct ftrace_parser *p = NULL;
+	struct ftrace_pidset *pids = NULL;
+	struct ftrace_cpu_state *states = NULL;
+	struct ftrace_pass_stats st = {};
+	uint64_t pid_hash = 0xcbf29ce484222325ull;
+	int r;
+
+	o.compact_sched = compact;
+	d.buf = malloc(DIGEST_SINK_SIZE);
+	states = calloc(l->n_cpus, sizeof(*states));
+	r = d.buf && states ? 0 : -ENOMEM;
+	if (r >= 0)
+		r = ftrace_pidset_new(PIDSET_CAPACITY, &pids);
+	if (r >= 0)
+		r = ftrace_parser_new(t, &o, &p);
+	if (r >= 0)
+		r = ftrace_parser_enable(p, ids->sched_switch);
+	if (r >= 0)
+		r = ftrace_parser_enable(p, ids->sched_waking);
+	for (size_t i = 0; r >= 0 && i < l->n_calls; i++) {
+		const struct call *cl = &l->calls[i];
+
+		r = ftrace_parser_parse_pages_to(p, cl->cpu, l->pages + cl->first * page_size, cl->n,
+						 page_size, &sink, &states[cl->cpu], pids, &st);
+		if (cl->end_of_pass) {
+			const int32_t *v;
+			size_t n = ftrace_pidset_pids(pids, &v);
+
+			/* The /proc join sees the pids in this order. */
+			for (size_t k = 0; k < n; k++)
+				pid_hash = (pid_hash ^ (uint32_t)v[k]) * 0x100000001b3ull;
+			pid_hash = (pid_hash ^ n) * 0x100000001b3ull;
+			ftrace_pidset_clear(pids);
+		}
+	}
+	if (r >= 0)
+		printf("digest %s: output %016llx (%llu bytes, %llu packets, %llu events), pids %016llx\n",
+		       compact ? "compact" : "plain", (unsigned long long)d.hash,
+		       (unsigned long long)d.bytes, (unsigned long long)st.packets,
+		       (unsigned long long)st.events, (unsigned long long)pid_hash);
+	ftrace_parser_free(p);
+	ftrace_pidset_free(pids);
+	free(states);
+	free(d.buf);
+	return r < 0 ? r : 0;
+}
+
 /* ---- capture -------------------------------------------------------------- */
 
 static int table_from_capture(const struct bench_capture *c, struct ftrace_format_table **ret_t,
@@ -478,6 +571,7 @@ static int parse_args(int argc, char **argv)
 		{ "load", required_argument, NULL, 'L' },
 		{ "only", required_argument, NULL, 'O' },
 		{ "rows", no_argument, NULL, 'R' },
+		{ "digest", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -510,9 +604,12 @@ static int parse_args(int argc, char **argv)
 		case 'R':
 			arg_rows = true;
 			break;
+		case 'D':
+			arg_digest = true;
+			break;
 		case 'h':
 			printf("Usage: %s [-d SECONDS] [-w PAIRS] [-r REPS] [--save FILE | --load FILE]\n"
-			       "       [--only floor|kbuffer|compact|plain|scale] [--rows]\n",
+			       "       [--only floor|kbuffer|compact|plain|scale] [--rows] [--digest]\n",
 			       argv[0]);
 			return 0;
 		default:
@@ -614,6 +711,14 @@ int main(int argc, char **argv)
 	r = layout_native(c, &native);
 	if (r < 0)
 		goto out;
+	if (arg_digest) {
+		r = digest_parser(t, &ids, &native, c->page_size, true);
+		if (r >= 0)
+			r = digest_parser(t, &ids, &native, c->page_size, false);
+		if (r < 0)
+			log_error_errno(r, "Digest failed: %m");
+		goto out;
+	}
 
 	if (!arg_rows)
 		bench_table_header(stdout);
