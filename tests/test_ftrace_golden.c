@@ -8,7 +8,9 @@
  * committed outputs.  Any change to the encoder that changes one byte of
  * what a session writes fails here; the outputs are also decoded with
  * protobuf-c once and checked against an independent count of the records
- * in the pages, so the goldens themselves are known to be sane.
+ * in the pages, so the goldens themselves are known to be sane.  The same
+ * sessions also write through a real SMB writer with small chunks (every
+ * compact column then meets chunk ends) and must deliver the same packets.
  *
  * To regenerate after an intended change of the output:
  *   TP_GOLDEN_REGEN=1 meson test -C BUILD test_ftrace_golden
@@ -24,6 +26,7 @@
 
 #include "probes/ftrace/ftrace_parse.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
+#include "smb/smb.h"
 #include "tests/ftrace_fixtures.h"
 #include "util/util.h"
 
@@ -199,7 +202,30 @@ static void dump_stats(FILE *f, unsigned cpu, const struct ftrace_pass_stats *s)
 		(unsigned long long)s->parse_errors, s->parse_errors_mask);
 }
 
-static void run_case(const struct golden_case *gc, struct golden_out *out)
+/* Where a case writes: a plain buffer (the goldens), or an SMB writer. */
+struct golden_smb {
+	struct smb *smb;
+	struct smb_writer *w;
+	struct smb_reader *rd;
+	int (*cb)(const struct smb_packet *pkt, void *userdata);
+	void *userdata;
+};
+
+/* The service's side after each call: move the committed chunks, patch, read. */
+static void smb_service(struct golden_smb *gs, bool final)
+{
+	struct smb_commit c;
+
+	if (smb_take_commit(gs->smb, &c)) {
+		for (size_t i = 0; i < c.n_moves; i++)
+			ck_assert_int_eq(smb_reader_move(gs->rd, &c.moves[i]), 0);
+		for (size_t i = 0; i < c.n_patches; i++)
+			ck_assert_int_eq(smb_reader_patch(gs->rd, &c.patches[i]), 0);
+	}
+	ck_assert_int_ge(smb_reader_read_packets(gs->rd, final, gs->cb, gs->userdata), 0);
+}
+
+static void run_case_to(const struct golden_case *gc, struct golden_out *out, struct golden_smb *gs)
 {
 	struct ftrace_parser_opts o = FTRACE_PARSER_OPTS_DEFAULT;
 	struct ftrace_format_table *t = NULL;
@@ -244,9 +270,16 @@ static void run_case(const struct golden_case *gc, struct golden_out *out)
 
 			if (k == 0)
 				continue;
-			r = ftrace_parser_parse_pages_to(p, cpu, data.pages[cpu] + first * GOLDEN_PAGE, k,
-							 GOLDEN_PAGE, &out->s.sink, &st[cpu], pids,
-							 &out->stats[cpu]);
+			if (gs) {
+				r = ftrace_parser_parse_pages(p, cpu, data.pages[cpu] + first * GOLDEN_PAGE,
+							      k, GOLDEN_PAGE, gs->w, &st[cpu], pids,
+							      &out->stats[cpu]);
+				smb_service(gs, false);
+			} else {
+				r = ftrace_parser_parse_pages_to(p, cpu, data.pages[cpu] + first * GOLDEN_PAGE,
+								 k, GOLDEN_PAGE, &out->s.sink, &st[cpu],
+								 pids, &out->stats[cpu]);
+			}
 			ck_assert_int_ge(r, 0);
 			fprintf(meta, "pass %zu cpu %u pages %zu+%zu packets %d last_event_ts %llu\n",
 				pass, cpu, first, k, r, (unsigned long long)st[cpu].last_event_ts);
@@ -271,6 +304,11 @@ static void run_case(const struct golden_case *gc, struct golden_out *out)
 	ftrace_pidset_free(pids);
 	ftrace_parser_free(p);
 	ftrace_format_table_free(t);
+}
+
+static void run_case(const struct golden_case *gc, struct golden_out *out)
+{
+	run_case_to(gc, out, NULL);
 }
 
 static void golden_out_done(struct golden_out *out)
@@ -443,6 +481,111 @@ START_TEST(test_golden_comm_split)
 }
 END_TEST
 
+/* ---- the same through an SMB ------------------------------------------------ */
+
+/* One packet of a Trace stream as the buffer sink writes it: 0x0a, length, bytes. */
+static bool next_trace_packet(const uint8_t **p, const uint8_t *end, const uint8_t **ret,
+			      size_t *ret_len)
+{
+	uint64_t len = 0;
+	int shift = 0;
+
+	if (*p >= end)
+		return false;
+	ck_assert_uint_eq(**p, 0x0a);
+	(*p)++;
+	for (;; shift += 7) {
+		ck_assert(*p < end && shift < 64);
+		len |= (uint64_t)(**p & 0x7f) << shift;
+		if (!(*(*p)++ & 0x80))
+			break;
+	}
+	ck_assert_uint_le(len, (uint64_t)(end - *p));
+	*ret = *p;
+	*ret_len = (size_t)len;
+	*p += len;
+	return true;
+}
+
+struct smb_compare {
+	uint8_t *want;
+	const uint8_t *pos, *end;
+	size_t packets;
+};
+
+static int compare_packet(const struct smb_packet *pkt, void *userdata)
+{
+	/* What the writer adds to a sequence's first packet: first_packet_on_sequence. */
+	static const uint8_t first_on_seq[] = { 0xb8, 0x05, 0x01 };
+	struct smb_compare *c = userdata;
+	const uint8_t *want, *got = pkt->data;
+	size_t want_len, got_len = pkt->len;
+
+	ck_assert_msg(next_trace_packet(&c->pos, c->end, &want, &want_len),
+		      "more packets through the SMB than in the golden");
+	if (c->packets == 0) {
+		ck_assert_uint_ge(got_len, sizeof(first_on_seq));
+		ck_assert_mem_eq(got, first_on_seq, sizeof(first_on_seq));
+		got += sizeof(first_on_seq);
+		got_len -= sizeof(first_on_seq);
+	}
+	ck_assert_uint_eq(pkt->previous_packet_dropped, c->packets == 0 ? SMB_DATA_LOSS_PRESENT : 0);
+	ck_assert_msg(got_len == want_len && memcmp(got, want, want_len) == 0,
+		      "packet %zu differs from the golden (%zu bytes, want %zu)", c->packets, got_len,
+		      want_len);
+	c->packets++;
+	return 0;
+}
+
+/*
+ * Chunks of 4 KiB: bundles cross many of them, packed columns split at
+ * chunk ends.  Dense encodings only: the legacy one has small nested
+ * messages whose one-byte length is, by design, only compacted when they
+ * do not straddle a chunk, so its bytes depend on where chunks end.
+ */
+START_TEST(test_golden_smb)
+{
+	static const size_t dense_cases[] = { 0, 1, 2, 4 };
+	const struct golden_case *gc = &cases[dense_cases[_i]];
+	const size_t size = 1u << 20, page = 4096;
+	_cleanup_free_ char *name = NULL, *path = NULL;
+	struct smb_compare cmp = {};
+	struct golden_smb gs = { .cb = compare_packet, .userdata = &cmp };
+	struct smb_writer_stats ws;
+	struct golden_out out;
+	size_t want_len;
+	void *mem = aligned_alloc(4096, size);
+
+	ck_assert_ptr_nonnull(mem);
+	memset(mem, 0, size);
+	ck_assert_int_ge(asprintf(&name, "%s.expected", gc->name), 0);
+	path = path_join(data.dir, name);
+	ck_assert_int_eq(read_file(path, &cmp.want, &want_len), 0);
+	cmp.pos = cmp.want;
+	cmp.end = cmp.want + want_len;
+	ck_assert_int_eq(smb_new(mem, size, page, &gs.smb), 0);
+	ck_assert_int_eq(smb_writer_new(gs.smb, 1, 0, &gs.w), 0);
+	ck_assert_int_eq(smb_reader_new(mem, size, page, 16u << 20, &gs.rd), 0);
+	ck_assert_int_eq(smb_reader_allow_buffer(gs.rd, 0), 0);
+
+	run_case_to(gc, &out, &gs);
+	smb_writer_flush(gs.w);
+	smb_service(&gs, true);
+	ck_assert_msg(cmp.pos == cmp.end, "%s: fewer packets through the SMB than in the golden",
+		      gc->name);
+	ck_assert_uint_eq(cmp.packets, out.n_packets);
+	smb_writer_get_stats(gs.w, &ws);
+	ck_assert_uint_gt(ws.chunks_acquired, 10);
+
+	golden_out_done(&out);
+	smb_reader_free(gs.rd);
+	smb_writer_free(gs.w);
+	smb_free(gs.smb);
+	free(mem);
+	free(cmp.want);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("ftrace_golden");
@@ -451,6 +594,7 @@ static Suite *suite(void)
 	tcase_add_unchecked_fixture(tc, load_data, NULL);
 	tcase_add_loop_test(tc, test_golden, 0, (int)ARRAY_SIZE(cases));
 	tcase_add_test(tc, test_golden_comm_split);
+	tcase_add_loop_test(tc, test_golden_smb, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }
