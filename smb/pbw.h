@@ -131,15 +131,31 @@ static inline uint8_t *pbw_put_varint_raw(uint8_t *p, uint64_t v)
 	return p;
 }
 
+/* ceil(significant bits / 7), at least 1; branch-free: (bits * 9 + 64) / 64. */
 static inline size_t pbw_varint_len(uint64_t v)
 {
-	size_t n = 1;
+	unsigned bits = 64u - (unsigned)__builtin_clzll(v | 1);
 
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
+	return (bits * 9u + 64u) >> 6;
+}
+
+/*
+ * pbw_span - the contiguous room at the cursor, without a refill: where
+ * @ret_room bytes may be written directly, for loops that check the room
+ * once per run of values rather than once per value.  Finish with
+ * pbw_span_commit(); anything longer than the room goes through the
+ * per-field functions, which refill.
+ */
+static inline uint8_t *pbw_span(struct pbw *w, size_t *ret_room)
+{
+	*ret_room = (size_t)(w->end - w->cur);
+	return w->cur;
+}
+
+/* pbw_span_commit - the bytes up to @p (within the span) are written. */
+static inline void pbw_span_commit(struct pbw *w, uint8_t *p)
+{
+	w->cur = p;
 }
 
 /* A varint with no tag: the elements of a packed repeated field. */

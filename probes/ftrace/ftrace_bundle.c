@@ -41,6 +41,14 @@ enum {
  */
 #define SCRATCH_SIZE 1024u
 
+/*
+ * Pids already given to the pidset in this call, direct-mapped by the low
+ * bits: most events name a pid seen a few events before, and the set
+ * answers "already there" anyway, so a hit skips a call that would change
+ * nothing.  The set is cleared only between calls.
+ */
+#define PID_CACHE_SLOTS 64u
+
 /* State of one parse_pages call. */
 struct bundler {
 	struct ftrace_parser *p;
@@ -52,6 +60,7 @@ struct bundler {
 	struct ftrace_pass_stats *stats;
 	bool dyn_used;                  /* some dyn_used bit is set */
 	int packets;
+	int32_t pid_cache[PID_CACHE_SLOTS];
 	struct pbw scratch;
 	uint8_t scratch_buf[SCRATCH_SIZE];
 };
@@ -137,6 +146,24 @@ static void write_error(struct bundler *b, uint64_t ts, enum ftrace_parse_status
 		b->stats->parse_errors++;
 		b->stats->parse_errors_mask |= 1u << status;
 	}
+}
+
+static inline void note_pid(struct bundler *b, int32_t pid)
+{
+	uint32_t slot = (uint32_t)pid & (PID_CACHE_SLOTS - 1);
+
+	if (b->pid_cache[slot] == pid)
+		return;
+	b->pid_cache[slot] = pid;
+	/* Full set: the pid is dropped and flagged now, and would be again. */
+	(void)ftrace_pidset_add(b->pids, pid);
+}
+
+static void pid_cache_init(struct bundler *b)
+{
+	/* Slot i starts with a value that maps to another slot: no pid hits it. */
+	for (uint32_t i = 0; i < PID_CACHE_SLOTS; i++)
+		b->pid_cache[i] = (int32_t)(i ^ 1);
 }
 
 /* ---- field encoding ------------------------------------------------------ */
@@ -231,7 +258,7 @@ static bool write_field(struct bundler *b, struct pbw *w, const struct ftrace_fi
 
 		pbw_int(w, field_no, pid);
 		if (b->pids)
-			(void)ftrace_pidset_add(b->pids, pid);
+			note_pid(b, pid);
 		return true;
 	}
 	case FTRACE_FK_FIXED_STR:
@@ -333,7 +360,7 @@ static bool write_event(struct bundler *b, const struct ftrace_event_tr *tr,
 	}
 	pid = (int32_t)ftrace_rd32(rec->data + 4);
 	if (b->pids) {
-		(void)ftrace_pidset_add(b->pids, pid);
+		note_pid(b, pid);
 		if (_unlikely_(tr->is_rename))
 			(void)ftrace_pidset_add_renamed(b->pids, pid);
 	}
@@ -382,50 +409,67 @@ static bool write_event(struct bundler *b, const struct ftrace_event_tr *tr,
 
 /* ---- compact_sched ------------------------------------------------------- */
 
-/* Make room for one more compact entry; a full column or comm table ends
- * the bundle early.  @last_ts: newest event already written. */
-static inline void compact_room(struct bundler *b, uint64_t last_ts)
+_Static_assert((FTRACE_COMPACT_CAP & (FTRACE_COMPACT_CAP - 1)) == 0,
+	       "one test covers both columns: (n_sw | n_wk) >= CAP");
+
+static void compact_room_slow(struct bundler *b, uint64_t page_last_ts)
 {
 	struct ftrace_compact_buf *cb = b->p->cb;
 
-	if (_unlikely_(cb->n_sw >= FTRACE_COMPACT_CAP || cb->n_wk >= FTRACE_COMPACT_CAP ||
-		       cb->n_comms >= FTRACE_COMPACT_MAX_COMMS)) {
+	if (cb->n_sw >= FTRACE_COMPACT_CAP || cb->n_wk >= FTRACE_COMPACT_CAP ||
+	    cb->n_comms >= FTRACE_COMPACT_MAX_COMMS) {
 		bundle_close(b);
-		bundle_open(b, false, last_ts);
+		/* The newest event already written ends the closed bundle. */
+		bundle_open(b, false, page_last_ts ? page_last_ts : b->st->last_event_ts);
 	}
 	(void)bundle_get(b);
 }
 
-static void compact_switch(struct bundler *b, const struct ftrace_record *rec, uint64_t last_ts)
+/*
+ * Make room for one more compact entry: an open bundle, and a full column
+ * or comm table ends the bundle early.  @page_last_ts: newest event of this
+ * page already written (0: none yet).
+ */
+static inline void compact_room(struct bundler *b, struct ftrace_compact_buf *cb,
+				uint64_t page_last_ts)
 {
-	const struct ftrace_compact_format *cf = b->p->cf;
-	struct ftrace_compact_buf *cb = b->p->cb;
+	/* Both counts stay <= CAP, a power of two: their OR reaches it iff one does. */
+	if (_unlikely_((cb->n_sw | cb->n_wk) >= FTRACE_COMPACT_CAP ||
+		       cb->n_comms >= FTRACE_COMPACT_MAX_COMMS || !b->w))
+		compact_room_slow(b, page_last_ts);
+}
+
+static inline void compact_switch(struct bundler *b, const struct ftrace_compact_format *cf,
+				  struct ftrace_compact_buf *cb, const struct ftrace_record *rec,
+				  uint64_t page_last_ts)
+{
 	const uint8_t *d = rec->data;
 	uint32_t i;
 	int32_t pid;
 
-	compact_room(b, last_ts);
+	compact_room(b, cb, page_last_ts);
 	i = cb->n_sw++;
 	pid = (int32_t)ftrace_rd32(d + cf->sw_next_pid_off);
 	cb->sw_ts[i] = rec->ts;
 	cb->sw_next_pid[i] = pid;
 	cb->sw_next_prio[i] = (int32_t)ftrace_rd32(d + cf->sw_next_prio_off);
-	cb->sw_prev_state[i] = rd_s(d + cf->sw_prev_state_off, cf->sw_prev_state_size);
+	cb->sw_prev_state[i] = cf->sw_prev_state_size == 8 ? rd_s(d + cf->sw_prev_state_off, 8)
+							    : rd_s(d + cf->sw_prev_state_off, 4);
 	/* compact_room() left a free comm slot, so this cannot fail. */
 	cb->sw_comm[i] = (uint8_t)ftrace_compact_intern(cb, d + cf->sw_next_comm_off);
 	if (b->pids)
-		(void)ftrace_pidset_add(b->pids, pid);
+		note_pid(b, pid);
 }
 
-static void compact_waking(struct bundler *b, const struct ftrace_record *rec, uint64_t last_ts)
+static inline void compact_waking(struct bundler *b, const struct ftrace_compact_format *cf,
+				  struct ftrace_compact_buf *cb, const struct ftrace_record *rec,
+				  uint64_t page_last_ts)
 {
-	const struct ftrace_compact_format *cf = b->p->cf;
-	struct ftrace_compact_buf *cb = b->p->cb;
 	const uint8_t *d = rec->data;
 	uint32_t i;
 	int32_t pid;
 
-	compact_room(b, last_ts);
+	compact_room(b, cb, page_last_ts);
 	i = cb->n_wk++;
 	pid = (int32_t)ftrace_rd32(d + cf->wk_pid_off);
 	cb->wk_ts[i] = rec->ts;
@@ -435,7 +479,7 @@ static void compact_waking(struct bundler *b, const struct ftrace_record *rec, u
 	cb->wk_comm[i] = (uint8_t)ftrace_compact_intern(cb, d + cf->wk_comm_off);
 	cb->wk_flags[i] = d[cf->wk_common_flags_off];
 	if (b->pids)
-		(void)ftrace_pidset_add(b->pids, pid);
+		note_pid(b, pid);
 }
 
 /* ---- pages ----------------------------------------------------------------- */
@@ -445,6 +489,12 @@ static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *
 {
 	struct ftrace_parser *p = b->p;
 	struct ftrace_pass_stats *stats = b->stats;
+	/* Locals: the column stores below could alias the parser's fields. */
+	const struct ftrace_compact_format *cf = p->cf;
+	struct ftrace_compact_buf *cb = p->cb;
+	const struct ftrace_event_tr *const *by_id = p->by_id;
+	const size_t n_ids = p->n_ids;
+	const int sw_id = p->compact_switch_id, wk_id = p->compact_waking_id;
 	struct ftrace_page_iter it;
 	struct ftrace_record rec;
 	uint64_t page_last_ts = 0, n_records = 0, n_events = 0, n_generic = 0, n_sw = 0, n_wk = 0;
@@ -456,26 +506,28 @@ static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *
 		const struct ftrace_event_tr *tr;
 
 		n_records++;
-		tr = rec.event_id < p->n_ids ? p->by_id[rec.event_id] : NULL;
-		if (!tr)
-			continue;
-		if (rec.event_id == p->compact_switch_id) {
-			if (rec.len < p->cf->switch_size) {
+		/* Compact ids are -1 unless active, and then enabled: test them first. */
+		if (rec.event_id == sw_id) {
+			if (rec.len < cf->switch_size) {
 				status = FTRACE_STATUS_SHORT_COMPACT_EVENT;
 				break;
 			}
-			compact_switch(b, &rec, page_last_ts ? page_last_ts : b->st->last_event_ts);
+			compact_switch(b, cf, cb, &rec, page_last_ts);
 			n_sw++;
-		} else if (rec.event_id == p->compact_waking_id) {
-			if (rec.len < p->cf->waking_size) {
+		} else if (rec.event_id == wk_id) {
+			if (rec.len < cf->waking_size) {
 				status = FTRACE_STATUS_SHORT_COMPACT_EVENT;
 				break;
 			}
-			compact_waking(b, &rec, page_last_ts ? page_last_ts : b->st->last_event_ts);
+			compact_waking(b, cf, cb, &rec, page_last_ts);
 			n_wk++;
 		} else {
-			bool ok = write_event(b, tr, &rec);
+			bool ok;
 
+			tr = rec.event_id < n_ids ? by_id[rec.event_id] : NULL;
+			if (!tr)
+				continue;
+			ok = write_event(b, tr, &rec);
 			n_events++;
 			n_generic += tr->type == FTRACE_TR_GENERIC;
 			if (!ok) {
@@ -522,6 +574,7 @@ int ftrace_parser_parse_pages_to(struct ftrace_parser *p, uint32_t cpu, const ui
 	b.stats = stats;
 	b.dyn_used = false;
 	b.packets = 0;
+	pid_cache_init(&b);
 	pbw_init(&b.scratch, b.scratch_buf, sizeof(b.scratch_buf), NULL, NULL);
 	ftrace_compact_buf_reset(p->cb);
 

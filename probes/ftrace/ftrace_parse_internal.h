@@ -310,6 +310,43 @@ static inline bool ftrace_compact_buf_empty(const struct ftrace_compact_buf *b)
 	return b->n_sw == 0 && b->n_wk == 0;
 }
 
+/* Bit 7 of each byte of @v that is zero set; exact up to the first zero byte. */
+static inline uint64_t ftrace_zero_bytes(uint64_t v)
+{
+	return (v - 0x0101010101010101ull) & ~v & 0x8080808080808080ull;
+}
+
+/*
+ * ftrace_compact_comm_key - the kernel comm at @p (16 bytes) cut at its
+ * first NUL and zero-padded, as two words, and its length: two loads and
+ * a mask instead of strnlen() and memcpy() per event.
+ */
+static inline size_t ftrace_compact_comm_key(const uint8_t *p, uint64_t key[2])
+{
+	uint64_t lo, hi, z;
+
+	memcpy(&lo, p, 8); /* little-endian: byte i is bits 8i..8i+7 */
+	memcpy(&hi, p + 8, 8);
+	z = ftrace_zero_bytes(lo);
+	if (z) {
+		unsigned n = (unsigned)__builtin_ctzll(z) >> 3;
+
+		key[0] = lo & ((1ull << (n * 8)) - 1); /* n <= 7 */
+		key[1] = 0;
+		return n;
+	}
+	key[0] = lo;
+	z = ftrace_zero_bytes(hi);
+	if (z) {
+		unsigned n = (unsigned)__builtin_ctzll(z) >> 3;
+
+		key[1] = hi & ((1ull << (n * 8)) - 1);
+		return 8 + n;
+	}
+	key[1] = hi;
+	return FTRACE_COMM_LEN;
+}
+
 /*
  * ftrace_compact_intern - index of the kernel comm at @p (16 bytes, cut at
  * the first NUL) in this bundle's table.  Returns: the index, or -1 if the
@@ -317,11 +354,10 @@ static inline bool ftrace_compact_buf_empty(const struct ftrace_compact_buf *b)
  */
 static inline int ftrace_compact_intern(struct ftrace_compact_buf *b, const uint8_t *p)
 {
-	uint64_t key[2] = { 0, 0 };
-	size_t len = strnlen((const char *)p, FTRACE_COMM_LEN);
+	uint64_t key[2];
+	size_t len = ftrace_compact_comm_key(p, key);
 	uint32_t i;
 
-	memcpy(key, p, len);
 	i = (uint32_t)((key[0] * 0x9e3779b97f4a7c15ull ^ key[1] * 0xc2b2ae3d27d4eb4full) >> 55);
 	for (;; i = (i + 1) & (FTRACE_COMPACT_HASH_SLOTS - 1)) {
 		uint16_t v = b->comm_hash[i];
