@@ -119,18 +119,45 @@ static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
 	return pbw_put_varint_raw(p, v);
 }
 
-static void packed_ts(struct pbw *w, uint32_t field, const uint64_t *v, uint32_t n)
+/* A varint of at most 3 bytes inline, longer ones through the loop. */
+static inline uint8_t *put_varint64(uint8_t *p, uint64_t v)
+{
+	if (v < 0x80) {
+		p[0] = (uint8_t)v;
+		return p + 1;
+	}
+	if (v < 0x4000) {
+		p[0] = (uint8_t)(v | 0x80);
+		p[1] = (uint8_t)(v >> 7);
+		return p + 2;
+	}
+	if (v < 0x200000) {
+		p[0] = (uint8_t)(v | 0x80);
+		p[1] = (uint8_t)((v >> 7) | 0x80);
+		p[2] = (uint8_t)(v >> 14);
+		return p + 3;
+	}
+	return pbw_put_varint_raw(p, v);
+}
+
+/*
+ * Timestamps are written as deltas, so the column is turned into deltas in
+ * place while it is measured (it is reset after the write anyway).
+ */
+static void packed_ts(struct pbw *w, uint32_t field, uint64_t *v, uint32_t n)
 {
 	uint64_t prev = 0;
 	size_t len = 0, rem;
 
 	/* Deltas restart at 0 in every bundle: the first value is absolute. */
 	for (uint32_t i = 0; i < n; i++) {
-		len += pbw_varint_len(v[i] - prev);
-		prev = v[i];
+		uint64_t t = v[i];
+
+		v[i] = t - prev;
+		prev = t;
+		len += pbw_varint_len(v[i]);
 	}
 	packed_head(w, field, len);
-	prev = 0;
 	rem = len;
 	for (uint32_t i = 0; i < n;) {
 		size_t room;
@@ -138,15 +165,12 @@ static void packed_ts(struct pbw *w, uint32_t field, const uint64_t *v, uint32_t
 		uint32_t k = run_length(room, n - i, rem, 10);
 
 		if (k == 0) {
-			rem -= pbw_varint_len(v[i] - prev);
-			pbw_append_varint(w, v[i] - prev);
-			prev = v[i++];
+			rem -= pbw_varint_len(v[i]);
+			pbw_append_varint(w, v[i++]);
 			continue;
 		}
-		for (uint32_t e = i + k; i < e; i++) {
-			p = pbw_put_varint_raw(p, v[i] - prev);
-			prev = v[i];
-		}
+		for (uint32_t e = i + k; i < e; i++)
+			p = put_varint64(p, v[i]);
 		rem -= (size_t)(p - p0);
 		pbw_span_commit(w, p);
 	}
@@ -232,9 +256,18 @@ static inline uint8_t *put_varint32(uint8_t *p, int32_t x)
 /* int32 columns: negative values sign-extend to 10 bytes, as protobuf does. */
 static void packed_s32(struct pbw *w, uint32_t field, const int32_t *v, uint32_t n)
 {
-	size_t len = s32_column_len(v, n), rem;
+	size_t len = s32_column_len(v, n), rem, span_room;
+	uint8_t *span;
 
 	packed_head(w, field, len);
+	span = pbw_span(w, &span_room);
+	if (len == n && n <= span_room) {
+		/* All in [0, 127] (priorities, CPUs): one byte each. */
+		for (uint32_t i = 0; i < n; i++)
+			span[i] = (uint8_t)v[i];
+		pbw_span_commit(w, span + n);
+		return;
+	}
 	rem = len;
 	for (uint32_t i = 0; i < n;) {
 		size_t room;

@@ -78,52 +78,57 @@ static inline int ftrace_page_next(struct ftrace_page_iter *it, struct ftrace_re
 		delta = hdr >> 5;
 		it->ts += delta;
 
-		switch (type_len) {
-		case FTRACE_RB_TYPE_PADDING:
-			/* A null padding (delta 0) only ever lies past the commit. */
-			if (delta == 0)
-				return -FTRACE_STATUS_ABI_NULL_PADDING;
-			if ((size_t)(it->end - p) < 4)
-				return -FTRACE_STATUS_ABI_SHORT_PADDING_LENGTH;
-			len = ftrace_rd32(p);
-			if (len < 4)
-				return -FTRACE_STATUS_ABI_INVALID_PADDING_LENGTH;
-			/* Length counts its own word.  May point past the end:
-			 * that ends the walk, as it would the kernel's. */
-			if ((size_t)(it->end - p) < len) {
-				it->ptr = it->end;
-				return 0;
-			}
-			it->ptr = p + len;
-			continue;
-		case FTRACE_RB_TYPE_TIME_EXTEND:
-			if ((size_t)(it->end - p) < 4)
-				return -FTRACE_STATUS_ABI_SHORT_TIME_EXTEND;
-			it->ts += (uint64_t)ftrace_rd32(p) << FTRACE_RB_TS_SHIFT;
-			it->ptr = p + 4;
-			continue;
-		case FTRACE_RB_TYPE_TIME_STAMP:
-			if ((size_t)(it->end - p) < 4)
-				return -FTRACE_STATUS_ABI_SHORT_TIME_STAMP;
-			/* Undo the delta added above: the header's 27 bits are the
-			 * low part of an absolute time. */
-			it->ts = (uint64_t)delta + ((uint64_t)ftrace_rd32(p) << FTRACE_RB_TS_SHIFT);
-			it->ptr = p + 4;
-			continue;
-		case 0:
-			if ((size_t)(it->end - p) < 4)
-				return -FTRACE_STATUS_ABI_SHORT_DATA_LENGTH;
-			len = ftrace_rd32(p);
-			if (len == 0)
-				return -FTRACE_STATUS_ABI_ZERO_DATA_LENGTH;
-			if (len < 4)
-				return -FTRACE_STATUS_ABI_INVALID_DATA_LENGTH;
-			p += 4;
-			len -= 4;
-			break;
-		default:
+		/* Data records with their length in type_len: most of them. */
+		if (__builtin_expect(type_len - 1u < FTRACE_RB_TYPE_PADDING - 1u, 1)) {
 			len = 4 * type_len;
-			break;
+		} else {
+			switch (type_len) {
+			case FTRACE_RB_TYPE_PADDING:
+				/* A null padding (delta 0) only ever lies past the commit. */
+				if (delta == 0)
+					return -FTRACE_STATUS_ABI_NULL_PADDING;
+				if ((size_t)(it->end - p) < 4)
+					return -FTRACE_STATUS_ABI_SHORT_PADDING_LENGTH;
+				len = ftrace_rd32(p);
+				if (len < 4)
+					return -FTRACE_STATUS_ABI_INVALID_PADDING_LENGTH;
+				/* Length counts its own word.  May point past the end:
+				 * that ends the walk, as it would the kernel's. */
+				if ((size_t)(it->end - p) < len) {
+					it->ptr = it->end;
+					return 0;
+				}
+				it->ptr = p + len;
+				continue;
+			case FTRACE_RB_TYPE_TIME_EXTEND:
+				if ((size_t)(it->end - p) < 4)
+					return -FTRACE_STATUS_ABI_SHORT_TIME_EXTEND;
+				it->ts += (uint64_t)ftrace_rd32(p) << FTRACE_RB_TS_SHIFT;
+				it->ptr = p + 4;
+				continue;
+			case FTRACE_RB_TYPE_TIME_STAMP:
+				if ((size_t)(it->end - p) < 4)
+					return -FTRACE_STATUS_ABI_SHORT_TIME_STAMP;
+				/* Undo the delta added above: the header's 27 bits are the
+				 * low part of an absolute time. */
+				it->ts = (uint64_t)delta + ((uint64_t)ftrace_rd32(p) << FTRACE_RB_TS_SHIFT);
+				it->ptr = p + 4;
+				continue;
+			case 0:
+				if ((size_t)(it->end - p) < 4)
+					return -FTRACE_STATUS_ABI_SHORT_DATA_LENGTH;
+				len = ftrace_rd32(p);
+				if (len == 0)
+					return -FTRACE_STATUS_ABI_ZERO_DATA_LENGTH;
+				if (len < 4)
+					return -FTRACE_STATUS_ABI_INVALID_DATA_LENGTH;
+				p += 4;
+				len -= 4;
+				break;
+			default:
+				len = 4 * type_len;
+				break;
+			}
 		}
 
 		if ((size_t)(it->end - p) < len)
@@ -317,34 +322,57 @@ static inline uint64_t ftrace_zero_bytes(uint64_t v)
 }
 
 /*
- * ftrace_compact_comm_key - the kernel comm at @p (16 bytes) cut at its
- * first NUL and zero-padded, as two words, and its length: two loads and
- * a mask instead of strnlen() and memcpy() per event.
+ * ftrace_compact_comm_key - the comm in @raw (16 kernel bytes as two
+ * words) cut at its first NUL and zero-padded, and its length: a mask
+ * instead of strnlen() and memcpy().
  */
-static inline size_t ftrace_compact_comm_key(const uint8_t *p, uint64_t key[2])
+static inline size_t ftrace_compact_comm_key(const uint64_t raw[2], uint64_t key[2])
 {
-	uint64_t lo, hi, z;
+	uint64_t z = ftrace_zero_bytes(raw[0]);
 
-	memcpy(&lo, p, 8); /* little-endian: byte i is bits 8i..8i+7 */
-	memcpy(&hi, p + 8, 8);
-	z = ftrace_zero_bytes(lo);
+	/* Little-endian: byte i of a word is its bits 8i..8i+7. */
 	if (z) {
 		unsigned n = (unsigned)__builtin_ctzll(z) >> 3;
 
-		key[0] = lo & ((1ull << (n * 8)) - 1); /* n <= 7 */
+		key[0] = raw[0] & ((1ull << (n * 8)) - 1); /* n <= 7 */
 		key[1] = 0;
 		return n;
 	}
-	key[0] = lo;
-	z = ftrace_zero_bytes(hi);
+	key[0] = raw[0];
+	z = ftrace_zero_bytes(raw[1]);
 	if (z) {
 		unsigned n = (unsigned)__builtin_ctzll(z) >> 3;
 
-		key[1] = hi & ((1ull << (n * 8)) - 1);
+		key[1] = raw[1] & ((1ull << (n * 8)) - 1);
 		return 8 + n;
 	}
-	key[1] = hi;
+	key[1] = raw[1];
 	return FTRACE_COMM_LEN;
+}
+
+/* Slot of a comm: one multiply; the table's order never depends on it. */
+static inline uint32_t ftrace_compact_comm_hash(const uint64_t k[2])
+{
+	uint64_t x = k[0] ^ ((k[1] << 29) | (k[1] >> 35));
+
+	return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> 55);
+}
+
+/*
+ * Probe for @k from slot @i.  Returns: the index, or -1 with @i the empty
+ * slot where @k belongs.
+ */
+static inline int ftrace_compact_comm_find(const struct ftrace_compact_buf *b, const uint64_t k[2],
+					   uint32_t *i)
+{
+	for (;; *i = (*i + 1) & (FTRACE_COMPACT_HASH_SLOTS - 1)) {
+		uint16_t v = b->comm_hash[*i];
+
+		if (v == 0)
+			return -1;
+		if (b->comms[v - 1][0] == k[0] && b->comms[v - 1][1] == k[1])
+			return v - 1;
+	}
 }
 
 /*
@@ -352,20 +380,32 @@ static inline size_t ftrace_compact_comm_key(const uint8_t *p, uint64_t key[2])
  * the first NUL) in this bundle's table.  Returns: the index, or -1 if the
  * table is full.
  */
-static inline int ftrace_compact_intern(struct ftrace_compact_buf *b, const uint8_t *p)
+static inline __attribute__((always_inline)) int
+ftrace_compact_intern(struct ftrace_compact_buf *b, const uint8_t *p)
 {
-	uint64_t key[2];
-	size_t len = ftrace_compact_comm_key(p, key);
+	uint64_t raw[2], key[2];
 	uint32_t i;
+	size_t len;
+	int idx;
 
-	i = (uint32_t)((key[0] * 0x9e3779b97f4a7c15ull ^ key[1] * 0xc2b2ae3d27d4eb4full) >> 55);
-	for (;; i = (i + 1) & (FTRACE_COMPACT_HASH_SLOTS - 1)) {
-		uint16_t v = b->comm_hash[i];
-
-		if (v == 0)
-			break;
-		if (b->comms[v - 1][0] == key[0] && b->comms[v - 1][1] == key[1])
-			return v - 1;
+	/*
+	 * The kernel pads comms with zeros, so the raw bytes are the key
+	 * itself: look them up as they are.  Table keys are zero-padded, so a
+	 * raw comm with other bytes after its NUL never matches one; it is
+	 * looked up again by its key below.
+	 */
+	memcpy(&raw[0], p, 8);
+	memcpy(&raw[1], p + 8, 8);
+	i = ftrace_compact_comm_hash(raw);
+	idx = ftrace_compact_comm_find(b, raw, &i);
+	if (__builtin_expect(idx >= 0, 1))
+		return idx;
+	len = ftrace_compact_comm_key(raw, key);
+	if (__builtin_expect(key[0] != raw[0] || key[1] != raw[1], 0)) {
+		i = ftrace_compact_comm_hash(key);
+		idx = ftrace_compact_comm_find(b, key, &i);
+		if (idx >= 0)
+			return idx;
 	}
 	if (b->n_comms >= FTRACE_COMPACT_MAX_COMMS)
 		return -1;
