@@ -210,6 +210,35 @@ int ftrace_parser_enable(struct ftrace_parser *p, int event_id);
  */
 bool ftrace_parser_compact_sched_active(const struct ftrace_parser *p);
 
+/* ---- print filter (FtraceConfig.print_filter) ------------------------- */
+
+struct ftrace_print_filter;
+struct Perfetto__Protos__FtraceConfig__PrintFilter;
+
+/**
+ * ftrace_print_filter_new - compile @cfg's rules.  No rules (or NULL) gives
+ * NULL: every print event is kept.
+ * Returns: 0, -E2BIG for more than 1024 rules, -EINVAL for a string over
+ * 4 KiB, -ENOMEM.
+ */
+int ftrace_print_filter_new(const struct Perfetto__Protos__FtraceConfig__PrintFilter *cfg,
+			    struct ftrace_print_filter **ret);
+struct ftrace_print_filter *ftrace_print_filter_free(struct ftrace_print_filter *f);
+
+/**
+ * ftrace_print_filter_allows - should the print event whose buf field holds
+ * @buf (at most @len bytes, cut at the first NUL) be kept?  The first rule
+ * that matches decides; none matching means yes.
+ */
+bool ftrace_print_filter_allows(const struct ftrace_print_filter *f, const char *buf, size_t len);
+
+/**
+ * ftrace_parser_set_print_filter - drop the ftrace/print events @f refuses
+ * (counted in ftrace_pass_stats.filtered_events).  @f is borrowed and must
+ * outlive the parser; NULL keeps every print event.
+ */
+void ftrace_parser_set_print_filter(struct ftrace_parser *p, const struct ftrace_print_filter *f);
+
 /**
  * ftrace_parser_set_clock - clock fields for the bundles written from now
  * on: with @clock != FTRACE_CLOCK_UNSPECIFIED (trace_clock is not "boot")
