@@ -2,7 +2,8 @@
 /*
  * bench_live - the tracers side by side on a live workload.
  *
- *   bench_live [-t SECONDS] [-w PAIRS] [--recorder PATH] [--no-trace-cmd] [--rows]
+ *   bench_live [-t SECONDS] [-w PAIRS] [--recorder PATH] [--service PATH]
+ *              [--only floor|compact|plain|daemon|trace-cmd] [--no-trace-cmd] [--rows]
  *
  * The pipe ping-pong workload runs for SECONDS (default 5) alone, then under
  * each tracer in turn; each tracer is started first, the workload runs once
@@ -12,6 +13,10 @@
  *     records (bench_walk.h), nothing else;
  *   - traced-probes record -i <instance>, compact_sched on, then off
  *     (--no-process-names, default 8 MiB buffers and 100 ms drains);
+ *   - traced-probes as the daemon (default settings: compact_sched, 100 ms
+ *     drains, the default buffer size), connected to tests/tp-test-service
+ *     in another process as a stand-in for traced, so that its RSS is its
+ *     own: one SMB mapping, no service thread;
  *   - trace-cmd record -e sched:sched_switch -e sched:sched_waking on the
  *     top-level buffer (its default), when installed and able to run.
  * CPU is wait4()'s rusage of the tracer (children included); for
@@ -20,8 +25,11 @@
  * whole process in a note.  Peak RSS is ru_maxrss, events what the tracer
  * says it recorded, slowdown how much longer a round trip of the workload
  * takes than alone (mean of a run before and after).  Also the time from
- * exec to the events being enabled and to the first drain.  Needs root;
- * leaves tracefs as it found it.  Not a test: asserts nothing.
+ * exec to the events being enabled and to the first drain.  A note gives
+ * the steady state too: the tracer's main-thread CPU during the workload
+ * window over the events the kernel counts as read in it (setup and
+ * teardown left out).  Needs root; leaves tracefs as it found it.  Not a
+ * test: asserts nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +57,8 @@ static volatile sig_atomic_t arg_stop;
 static double arg_seconds = 5.0;
 static unsigned arg_pairs = 2;
 static const char *arg_recorder;
+static const char *arg_service;
+static const char *arg_only;
 static bool arg_trace_cmd = true;
 static bool arg_rows;
 
@@ -64,6 +74,9 @@ struct live_result {
 	double rate;            /* workload round trips/s under it */
 	double enabled_ms, drain_ms;   /* exec -> events on, -> first read; < 0 unknown */
 	long rss_kb, rss_anon_kb, rss_file_kb, rss_shmem_kb;   /* just before the stop */
+	long hwm_kb;            /* VmHWM just before the stop */
+	uint64_t steady_ns;     /* main-thread CPU during the workload window */
+	uint64_t steady_events; /* events read (kernel count) during the window */
 };
 
 static uint64_t rusage_ns(const struct rusage *ru)
@@ -213,8 +226,9 @@ static int enable_sched(const char *dir, const char *v)
 /* VmRSS and its parts, from /proc/PID/status, while the tracer still runs. */
 static void read_rss(pid_t pid, struct live_result *res)
 {
-	static const char *const keys[] = { "VmRSS:", "RssAnon:", "RssFile:", "RssShmem:" };
-	long *vals[] = { &res->rss_kb, &res->rss_anon_kb, &res->rss_file_kb, &res->rss_shmem_kb };
+	static const char *const keys[] = { "VmRSS:", "RssAnon:", "RssFile:", "RssShmem:", "VmHWM:" };
+	long *vals[] = { &res->rss_kb, &res->rss_anon_kb, &res->rss_file_kb, &res->rss_shmem_kb,
+			 &res->hwm_kb };
 	char path[64], line[256];
 	FILE *f;
 
@@ -229,20 +243,76 @@ static void read_rss(pid_t pid, struct live_result *res)
 	fclose(f);
 }
 
+/* On-CPU ns of a running process's main thread (0 if unknown). */
+static uint64_t thread_ns(pid_t pid)
+{
+	char path[64], buf[128] = "";
+	unsigned long long ns = 0;
+	FILE *f;
+
+	(void)snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f) || sscanf(buf, "%llu", &ns) != 1)
+		ns = 0;
+	fclose(f);
+	return ns;
+}
+
+/* Where the steady state is measured: @dir's read events and @pid's main thread. */
+struct steady {
+	const char *dir;        /* NULL: not measured */
+	unsigned n_cpus;
+	uint64_t ns0, events0;
+};
+
+static uint64_t sum_stat(const char *dir, unsigned n_cpus, const char *key);
+
+static void steady_begin(struct steady *s, pid_t pid)
+{
+	if (!s->dir)
+		return;
+	s->ns0 = thread_ns(pid);
+	s->events0 = sum_stat(s->dir, s->n_cpus, "read events");
+}
+
+/*
+ * The tracer reads every drain period: wait for one more read after the
+ * workload so that its events are in the count, then take the deltas.
+ */
+static void steady_end(struct steady *s, pid_t pid, struct live_result *res)
+{
+	uint64_t ns, ev;
+
+	if (!s->dir || s->ns0 == 0)
+		return;
+	bench_sleep_ns(DRAIN_PERIOD_NS + DRAIN_PERIOD_NS / 2);
+	ev = sum_stat(s->dir, s->n_cpus, "read events");
+	ns = thread_ns(pid);
+	res->steady_ns = ns > s->ns0 ? ns - s->ns0 : 0;
+	res->steady_events = ev > s->events0 ? ev - s->events0 : 0;
+}
+
 /*
  * Run the workload under a live tracer (unless @run is false: the tracer
  * did not come up), then stop the tracer: EOF on its stdin for the floor
- * reader, SIGINT for the others.
+ * reader, SIGINT for the others.  @st (may be NULL) measures the steady
+ * state.
  */
 static int workload_then_stop(struct bench_child *ch, bool run, struct live_result *res,
-			      char **ret_out, int *ret_status)
+			      char **ret_out, int *ret_status, struct steady *st)
 {
 	struct rusage ru = {};
 	uint64_t start = bench_mono_ns();
 	int r = 0;
 
+	if (st)
+		steady_begin(st, ch->pid);
 	if (run && !arg_stop)
 		r = bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &res->rate);
+	if (st && run && r >= 0)
+		steady_end(st, ch->pid, res);
 	read_rss(ch->pid, res);
 	if (ch->in_fd >= 0) {
 		(void)close(ch->in_fd);     /* the floor reader stops on EOF */
@@ -291,8 +361,11 @@ static int run_floor(const char *self, struct live_result *res)
 	/* "ready": its pipes are open and the pass timer runs. */
 	if (r >= 0 && (read(ch.out_fd, line, 6) != 6 || memcmp(line, "ready\n", 6) != 0))
 		r = -EIO;
-	if (ch.pid > 0)
-		(void)workload_then_stop(&ch, /* run= */ r >= 0, res, &out, &status);
+	if (ch.pid > 0) {
+		struct steady st = { .dir = dir, .n_cpus = n_cpus };
+
+		(void)workload_then_stop(&ch, /* run= */ r >= 0, res, &out, &status, &st);
+	}
 	if (r >= 0 && out && sscanf(out, "%llu %llu %llu", &records, &pages, &sink) >= 2) {
 		res->ok = true;
 		res->events = records;
@@ -354,10 +427,12 @@ static int run_recorder(bool compact, struct live_result *res, FILE *notes)
 		r = bench_spawn(argv, /* want_stdin= */ false, &ch);
 	}
 	if (r >= 0) {
+		struct steady sst = { .dir = dir, .n_cpus = n_cpus };
+
 		res->enabled_ms = wait_file(&ch, dir, "events/sched/sched_switch/enable", "1", 10);
 		if (res->enabled_ms >= 0)
 			res->drain_ms = wait_first_read(&ch, dir, n_cpus, 1);
-		(void)workload_then_stop(&ch, res->enabled_ms >= 0, res, &out, &status);
+		(void)workload_then_stop(&ch, res->enabled_ms >= 0, res, &out, &status, &sst);
 		if (out)
 			parse_recorder_summary(out, res);
 		if (!res->ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -369,6 +444,147 @@ static int run_recorder(bool compact, struct live_result *res, FILE *notes)
 			res->out_bytes = (uint64_t)st.st_size;
 		(void)unlink(path);
 	}
+	if (bench_instance_remove(name) < 0)
+		log_warning("Could not remove %s", dir);
+	return r;
+}
+
+/* ---- the daemon beside a service in another process ----------------------- */
+
+/* Lines of the child's output until one is @want, within @timeout_s. */
+static int wait_line(struct bench_child *ch, const char *want, double timeout_s)
+{
+	uint64_t deadline = bench_mono_ns() + (uint64_t)(timeout_s * 1e9);
+	char buf[4096];
+	size_t len = 0;
+
+	while (!arg_stop && bench_mono_ns() < deadline) {
+		struct pollfd pfd = { .fd = ch->out_fd, .events = POLLIN };
+		ssize_t k;
+		char *nl;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		k = read(ch->out_fd, buf + len, sizeof(buf) - 1 - len);
+		if (k <= 0)
+			return -EIO;
+		len += (size_t)k;
+		buf[len] = 0;
+		while ((nl = strchr(buf, '\n'))) {
+			*nl = 0;
+			if (strcmp(buf, want) == 0)
+				return 0;
+			len -= (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, len + 1);
+		}
+		if (len == sizeof(buf) - 1)
+			len = 0;
+	}
+	return -ETIMEDOUT;
+}
+
+/*
+ * traced-probes as a daemon with default settings, its service in another
+ * process: the RSS and CPU are the daemon's own.  Events are what the
+ * kernel counts as read from the instance.
+ */
+static int run_daemon(const char *service, struct live_result *res, FILE *notes)
+{
+	char name[64], dir[PATH_MAX], sock[PATH_MAX], cfg[PATH_MAX], out_path[PATH_MAX];
+	_cleanup_free_ char *svc_out = NULL, *d_out = NULL;
+	struct bench_child svc = { .in_fd = -EBADF, .out_fd = -EBADF };
+	struct bench_child d = { .in_fd = -EBADF, .out_fd = -EBADF };
+	struct rusage ru = {};
+	struct stat stb;
+	unsigned n_cpus;
+	FILE *f;
+	int r, status = 0, d_status = 0;
+
+	*res = (struct live_result){ .enabled_ms = -1, .drain_ms = -1 };
+	(void)snprintf(name, sizeof(name), "tp-bench-live-%d", (int)getpid());
+	(void)snprintf(sock, sizeof(sock), "/tmp/tp-bench-%d.sock", (int)getpid());
+	(void)snprintf(cfg, sizeof(cfg), "/tmp/tp-bench-%d.pbtxt", (int)getpid());
+	(void)snprintf(out_path, sizeof(out_path), "/tmp/tp-bench-%d-daemon.pftrace", (int)getpid());
+	r = bench_instance_create(name, dir, sizeof(dir));
+	if (r < 0)
+		return log_error_errno(r, "Cannot create instance %s: %m", name);
+	n_cpus = bench_ncpus(dir);
+	f = fopen(cfg, "we");
+	if (!f) {
+		r = negative_errno();
+		goto out;
+	}
+	/* Default settings: only the events and the instance are named. */
+	fprintf(f, "buffers { size_kb: 65536 fill_policy: DISCARD }\n"
+		   "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
+		   "  ftrace_config { ftrace_events: \"sched/sched_switch\"\n"
+		   "    ftrace_events: \"sched/sched_waking\" instance_name: \"%s\" } } }\n"
+		   "duration_ms: 600000\n", name);
+	if (fclose(f) != 0) {
+		r = negative_errno();
+		goto out;
+	}
+	{
+		char *argv[] = { (char *)service, (char *)"-s", sock, (char *)"-c", cfg, (char *)"--txt",
+				 (char *)"-o", out_path, NULL };
+
+		r = bench_spawn(argv, /* want_stdin= */ false, &svc);
+	}
+	if (r >= 0)
+		r = wait_line(&svc, "ready", 10);
+	if (r >= 0) {
+		char *argv[] = { (char *)arg_recorder, NULL };
+
+		(void)setenv("PERFETTO_PRODUCER_SOCK_NAME", sock, 1);
+		r = bench_spawn(argv, /* want_stdin= */ false, &d);
+		(void)unsetenv("PERFETTO_PRODUCER_SOCK_NAME");
+	}
+	if (r >= 0) {
+		struct steady st = { .dir = dir, .n_cpus = n_cpus };
+
+		res->enabled_ms = wait_file(&d, dir, "events/sched/sched_switch/enable", "1", 10);
+		if (res->enabled_ms >= 0)
+			res->drain_ms = wait_first_read(&d, dir, n_cpus, 1);
+		if (res->enabled_ms < 0)
+			r = -ETIMEDOUT;
+		steady_begin(&st, d.pid);
+		if (r >= 0 && !arg_stop) {
+			uint64_t start = bench_mono_ns();
+
+			r = bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &res->rate);
+			if (r >= 0)
+				steady_end(&st, d.pid, res);
+			read_rss(d.pid, res);
+			res->window_ns = bench_mono_ns() - start;
+		}
+		/* Before the stop puts the buffer size back (and resets counters). */
+		res->events = sum_stat(dir, n_cpus, "read events");
+		res->overruns = sum_stat(dir, n_cpus, "overrun");
+	}
+	/* The service stops the session (the daemon flushes, restores tracefs)
+	 * and writes the trace; then the daemon goes. */
+	if (svc.pid > 0) {
+		bench_child_signal(&svc, SIGINT);
+		(void)bench_child_finish(&svc, &svc_out, &status, NULL, NULL);
+	}
+	if (d.pid > 0) {
+		bench_child_signal(&d, SIGTERM);
+		if (bench_child_finish(&d, &d_out, &d_status, &ru, &res->main_ns) >= 0) {
+			res->cpu_ns = rusage_ns(&ru);
+			res->maxrss_kb = ru.ru_maxrss;
+		}
+	}
+	if (stat(out_path, &stb) == 0)
+		res->out_bytes = (uint64_t)stb.st_size;
+	res->ok = r >= 0 && res->events > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	if (!res->ok) {
+		bench_note(notes, "traced-probes daemon failed (%s; service status 0x%x): service: %s",
+			   r < 0 ? strerror(-r) : "no trace", status, one_line(svc_out ? svc_out : ""));
+		bench_note(notes, "traced-probes daemon output: %s", one_line(d_out ? d_out : ""));
+	}
+out:
+	(void)unlink(cfg);
+	(void)unlink(out_path);
 	if (bench_instance_remove(name) < 0)
 		log_warning("Could not remove %s", dir);
 	return r;
@@ -542,7 +758,7 @@ static int run_trace_cmd(struct live_result *res, FILE *notes)
 					    10);
 		if (res->enabled_ms >= 0)
 			res->drain_ms = wait_first_read(&ch, BENCH_TRACEFS, n_cpus, 1);
-		(void)workload_then_stop(&ch, res->enabled_ms >= 0, res, &out, &status);
+		(void)workload_then_stop(&ch, res->enabled_ms >= 0, res, &out, &status, NULL);
 	}
 	(void)top_state_restore(&saved, notes);
 	top_state_done(&saved);
@@ -593,6 +809,8 @@ static int parse_args(int argc, char **argv)
 		{ "time", required_argument, NULL, 't' },
 		{ "pairs", required_argument, NULL, 'w' },
 		{ "recorder", required_argument, NULL, 'P' },
+		{ "service", required_argument, NULL, 'S' },
+		{ "only", required_argument, NULL, 'O' },
 		{ "no-trace-cmd", no_argument, NULL, 'N' },
 		{ "rows", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
@@ -614,6 +832,12 @@ static int parse_args(int argc, char **argv)
 		case 'P':
 			arg_recorder = optarg;
 			break;
+		case 'S':
+			arg_service = optarg;
+			break;
+		case 'O':
+			arg_only = optarg;
+			break;
 		case 'N':
 			arg_trace_cmd = false;
 			break;
@@ -621,7 +845,8 @@ static int parse_args(int argc, char **argv)
 			arg_rows = true;
 			break;
 		case 'h':
-			printf("Usage: %s [-t SECONDS] [-w PAIRS] [--recorder PATH] [--no-trace-cmd]"
+			printf("Usage: %s [-t SECONDS] [-w PAIRS] [--recorder PATH] [--service PATH]\n"
+			       "       [--only floor|compact|plain|daemon|trace-cmd] [--no-trace-cmd]"
 			       " [--rows]\n", argv[0]);
 			return 0;
 		default:
@@ -675,7 +900,8 @@ static void print_live_row(const char *label, const struct live_result *res, dou
 	bench_row_print(stdout, &row);
 }
 
-static char *default_recorder(void)
+/* @rel under the build directory this binary lives in. */
+static char *build_path(const char *rel)
 {
 	char self[PATH_MAX], *dir, *ret = NULL;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -684,15 +910,20 @@ static char *default_recorder(void)
 		return NULL;
 	self[n] = 0;
 	dir = dirname(self);                 /* <build>/bench */
-	if (asprintf(&ret, "%s/../probes/traced-probes", dir) < 0)
+	if (asprintf(&ret, "%s/../%s", dir, rel) < 0)
 		return NULL;
 	return ret;
 }
 
+static bool want(const char *what)
+{
+	return !arg_only || strcmp(arg_only, what) == 0;
+}
+
 int main(int argc, char **argv)
 {
-	struct live_result floor_res = {}, comp = {}, plain = {}, tc = {};
-	_cleanup_free_ char *recorder = NULL, *notes_buf = NULL;
+	struct live_result floor_res = {}, comp = {}, plain = {}, tc = {}, dmn = {};
+	_cleanup_free_ char *recorder = NULL, *service = NULL, *notes_buf = NULL;
 	char self[PATH_MAX];
 	double base1 = 0, base2 = 0, base, floor_ns;
 	size_t notes_len = 0;
@@ -712,8 +943,12 @@ int main(int argc, char **argv)
 		return BENCH_EXIT_SKIP;
 	}
 	if (!arg_recorder) {
-		recorder = default_recorder();
+		recorder = build_path("probes/traced-probes");
 		arg_recorder = recorder;
+	}
+	if (!arg_service) {
+		service = build_path("tests/tp-test-service");
+		arg_service = service;
 	}
 	if (!arg_recorder || access(arg_recorder, X_OK) < 0) {
 		log_error("traced-probes not found (%s); pass --recorder PATH",
@@ -736,13 +971,20 @@ int main(int argc, char **argv)
 	r = bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &base1);
 	if (r < 0)
 		return log_error_errno(r, "The workload failed: %m"), 1;
-	if (!arg_stop)
+	if (!arg_stop && want("floor"))
 		(void)run_floor(self, &floor_res);
-	if (!arg_stop)
+	if (!arg_stop && want("compact"))
 		(void)run_recorder(true, &comp, notes);
-	if (!arg_stop)
+	if (!arg_stop && want("plain"))
 		(void)run_recorder(false, &plain, notes);
-	if (arg_trace_cmd && !arg_stop) {
+	if (!arg_stop && want("daemon")) {
+		if (arg_service && access(arg_service, X_OK) == 0)
+			(void)run_daemon(arg_service, &dmn, notes);
+		else
+			bench_note(notes, "traced-probes daemon: no service at %s (--service PATH)",
+				   arg_service ? arg_service : "?");
+	}
+	if (arg_trace_cmd && !arg_stop && want("trace-cmd")) {
 		if (have_program("trace-cmd"))
 			(void)run_trace_cmd(&tc, notes);
 		else
@@ -754,10 +996,12 @@ int main(int argc, char **argv)
 
 	if (!arg_rows)
 		bench_table_header(stdout);
-	floor_ns = ns_per_event(&floor_res, false);
+	/* 0, not < 0, when there is no floor: the other rows are not floors. */
+	floor_ns = floor_res.ok ? ns_per_event(&floor_res, false) : 0;
 	print_live_row("floor (read+walk every 100 ms), live", &floor_res, base, false, -1);
 	print_live_row("traced-probes producer, compact, live", &comp, base, true, floor_ns);
 	print_live_row("traced-probes producer, plain, live", &plain, base, true, floor_ns);
+	print_live_row("traced-probes daemon, compact, live", &dmn, base, false, floor_ns);
 	print_live_row("trace-cmd record, live", &tc, base, false, floor_ns);
 	fclose(notes);
 	if (notes_buf)
@@ -781,6 +1025,36 @@ int main(int argc, char **argv)
 			   " buffers live in the same process)", comp.rss_kb / 1024.0,
 			   comp.rss_anon_kb / 1024.0, comp.rss_file_kb / 1024.0,
 			   comp.rss_shmem_kb / 1024.0);
+	if (dmn.ok)
+		bench_note(stdout, "traced-probes daemon (default settings, service in another process):"
+			   " peak RSS (VmHWM) %.2f MiB; just before the stop %.2f MiB = anon %.2f + file"
+			   " %.2f + shmem %.2f (the SMB); CPU is the whole daemon process",
+			   dmn.hwm_kb / 1024.0, dmn.rss_kb / 1024.0, dmn.rss_anon_kb / 1024.0,
+			   dmn.rss_file_kb / 1024.0, dmn.rss_shmem_kb / 1024.0);
+	{
+		const struct live_result *rs[] = { &floor_res, &comp, &plain, &dmn };
+		const char *names[] = { "floor", "record compact", "record plain", "daemon" };
+		double fl = floor_res.steady_events ? (double)floor_res.steady_ns / floor_res.steady_events : 0;
+		char line[512];
+		int k = snprintf(line, sizeof(line), "steady state (main thread's CPU during the workload"
+				 " over the events read in it; setup and teardown left out):");
+
+		for (size_t i = 0; i < ARRAY_SIZE(rs) && k > 0 && (size_t)k < sizeof(line); i++) {
+			double v;
+
+			if (!rs[i]->ok || !rs[i]->steady_events)
+				continue;
+			v = (double)rs[i]->steady_ns / (double)rs[i]->steady_events;
+			k += snprintf(line + k, sizeof(line) - (size_t)k, " %s %.1f ns/event", names[i], v);
+			if (i > 0 && fl > 0 && (size_t)k < sizeof(line))
+				k += snprintf(line + k, sizeof(line) - (size_t)k, " (%.2fx)", v / fl);
+			if ((size_t)k < sizeof(line))
+				k += snprintf(line + k, sizeof(line) - (size_t)k, ",");
+		}
+		if (k > 0 && (size_t)k < sizeof(line) && line[k - 1] == ',')
+			line[k - 1] = 0;
+		bench_note(stdout, "%s", line);
+	}
 	if (comp.ok || plain.ok)
 		bench_note(stdout, "traced-probes record whole process (producer + in-process service"
 			   " + trace file): compact %.1f ns/event, plain %.1f ns/event",

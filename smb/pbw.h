@@ -139,25 +139,6 @@ static inline size_t pbw_varint_len(uint64_t v)
 	return (bits * 9u + 64u) >> 6;
 }
 
-/*
- * pbw_span - the contiguous room at the cursor, without a refill: where
- * @ret_room bytes may be written directly, for loops that check the room
- * once per run of values rather than once per value.  Finish with
- * pbw_span_commit(); anything longer than the room goes through the
- * per-field functions, which refill.
- */
-static inline uint8_t *pbw_span(struct pbw *w, size_t *ret_room)
-{
-	*ret_room = (size_t)(w->end - w->cur);
-	return w->cur;
-}
-
-/* pbw_span_commit - the bytes up to @p (within the span) are written. */
-static inline void pbw_span_commit(struct pbw *w, uint8_t *p)
-{
-	w->cur = p;
-}
-
 /* A varint with no tag: the elements of a packed repeated field. */
 static inline void pbw_append_varint(struct pbw *w, uint64_t v)
 {

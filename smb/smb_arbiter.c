@@ -180,11 +180,16 @@ static bool try_acquire_page(struct smb *smb, size_t page)
 	return false;
 }
 
+/*
+ * The lowest free page, not the next one round-robin: any free chunk is as
+ * good to the service, and reusing the same few pages keeps the part of
+ * the buffer we ever touch (our resident memory, and the cache) to what is
+ * in flight at once instead of the whole buffer.
+ */
 int smb_chunk_acquire(struct smb *smb, uint16_t writer_id, uint32_t chunk_id, uint16_t packets,
 		      struct smb_chunk *ret)
 {
-	for (size_t i = 0; i < smb->num_pages; i++) {
-		size_t page = (smb->next_page + i) % smb->num_pages;
+	for (size_t page = 0; page < smb->num_pages; page++) {
 		uint8_t *chunk;
 
 		if (!try_acquire_page(smb, page))
@@ -198,7 +203,6 @@ int smb_chunk_acquire(struct smb *smb, uint16_t writer_id, uint32_t chunk_id, ui
 		atomic_store_explicit(&ret->header->writer_id, writer_id, memory_order_relaxed);
 		atomic_store_explicit(&ret->header->chunk_id, chunk_id, memory_order_relaxed);
 		atomic_store_explicit(&ret->header->packets, packets, memory_order_release);
-		smb->next_page = (page + 1) % smb->num_pages;
 		return 0;
 	}
 	smb->stats.acquire_failures++;

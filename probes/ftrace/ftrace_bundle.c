@@ -444,19 +444,24 @@ static inline void compact_switch(struct bundler *b, const struct ftrace_compact
 				  uint64_t page_last_ts)
 {
 	const uint8_t *d = rec->data;
-	uint32_t i;
+	int64_t prev_state;
 	int32_t pid;
+	int comm;
 
 	compact_room(b, cb, page_last_ts);
-	i = cb->n_sw++;
+	cb->n_sw++;
 	pid = (int32_t)ftrace_rd32(d + cf->sw_next_pid_off);
-	cb->sw_ts[i] = rec->ts;
-	cb->sw_next_pid[i] = pid;
-	cb->sw_next_prio[i] = (int32_t)ftrace_rd32(d + cf->sw_next_prio_off);
-	cb->sw_prev_state[i] = cf->sw_prev_state_size == 8 ? rd_s(d + cf->sw_prev_state_off, 8)
-							    : rd_s(d + cf->sw_prev_state_off, 4);
+	prev_state = cf->sw_prev_state_size == 8 ? rd_s(d + cf->sw_prev_state_off, 8)
+						 : rd_s(d + cf->sw_prev_state_off, 4);
 	/* compact_room() left a free comm slot, so this cannot fail. */
-	cb->sw_comm[i] = (uint8_t)ftrace_compact_intern(cb, d + cf->sw_next_comm_off);
+	comm = ftrace_compact_intern(cb, d + cf->sw_next_comm_off);
+	ftrace_compact_put(cb, FTRACE_CS_SW_TS, rec->ts - cb->sw_last_ts);
+	cb->sw_last_ts = rec->ts;
+	ftrace_compact_put(cb, FTRACE_CS_SW_NEXT_PID, (uint64_t)(int64_t)pid);
+	ftrace_compact_put(cb, FTRACE_CS_SW_PREV_STATE, (uint64_t)prev_state);
+	ftrace_compact_put(cb, FTRACE_CS_SW_NEXT_PRIO,
+			   (uint64_t)(int64_t)(int32_t)ftrace_rd32(d + cf->sw_next_prio_off));
+	ftrace_compact_put(cb, FTRACE_CS_SW_COMM, (uint8_t)comm);
 	if (b->pids)
 		note_pid(b, pid);
 }
@@ -466,18 +471,22 @@ static inline void compact_waking(struct bundler *b, const struct ftrace_compact
 				  uint64_t page_last_ts)
 {
 	const uint8_t *d = rec->data;
-	uint32_t i;
 	int32_t pid;
+	int comm;
 
 	compact_room(b, cb, page_last_ts);
-	i = cb->n_wk++;
+	cb->n_wk++;
 	pid = (int32_t)ftrace_rd32(d + cf->wk_pid_off);
-	cb->wk_ts[i] = rec->ts;
-	cb->wk_pid[i] = pid;
-	cb->wk_target_cpu[i] = (int32_t)ftrace_rd32(d + cf->wk_target_cpu_off);
-	cb->wk_prio[i] = (int32_t)ftrace_rd32(d + cf->wk_prio_off);
-	cb->wk_comm[i] = (uint8_t)ftrace_compact_intern(cb, d + cf->wk_comm_off);
-	cb->wk_flags[i] = d[cf->wk_common_flags_off];
+	comm = ftrace_compact_intern(cb, d + cf->wk_comm_off);
+	ftrace_compact_put(cb, FTRACE_CS_WK_TS, rec->ts - cb->wk_last_ts);
+	cb->wk_last_ts = rec->ts;
+	ftrace_compact_put(cb, FTRACE_CS_WK_PID, (uint64_t)(int64_t)pid);
+	ftrace_compact_put(cb, FTRACE_CS_WK_TARGET_CPU,
+			   (uint64_t)(int64_t)(int32_t)ftrace_rd32(d + cf->wk_target_cpu_off));
+	ftrace_compact_put(cb, FTRACE_CS_WK_PRIO,
+			   (uint64_t)(int64_t)(int32_t)ftrace_rd32(d + cf->wk_prio_off));
+	ftrace_compact_put(cb, FTRACE_CS_WK_COMM, (uint8_t)comm);
+	ftrace_compact_put(cb, FTRACE_CS_WK_FLAGS, d[cf->wk_common_flags_off]);
 	if (b->pids)
 		note_pid(b, pid);
 }

@@ -281,23 +281,40 @@ int ftrace_translate_compact(struct ftrace_format_table *t, struct ftrace_compac
 /* Open-addressing index over the comm table: slots hold index + 1. */
 #define FTRACE_COMPACT_HASH_SLOTS 512u
 
+/*
+ * The columns, in the order a bundle carries them.  Each is kept as the
+ * bytes of its packed field (varints, timestamps as deltas) from the moment
+ * an event is stored: closing a bundle is then a length and a copy per
+ * column, and the buffer holds a few bytes per value instead of 4 or 8.
+ */
+enum ftrace_compact_col {
+	FTRACE_CS_SW_TS,
+	FTRACE_CS_SW_NEXT_PID,
+	FTRACE_CS_SW_PREV_STATE,
+	FTRACE_CS_SW_NEXT_PRIO,
+	FTRACE_CS_SW_COMM,
+	FTRACE_CS_WK_TS,
+	FTRACE_CS_WK_PID,
+	FTRACE_CS_WK_TARGET_CPU,
+	FTRACE_CS_WK_PRIO,
+	FTRACE_CS_WK_COMM,
+	FTRACE_CS_WK_FLAGS,
+	_FTRACE_CS_COL_MAX,
+};
+
 struct ftrace_compact_buf {
 	uint32_t n_sw, n_wk, n_comms;
-	uint64_t *sw_ts;
-	int64_t *sw_prev_state;
-	int32_t *sw_next_pid;
-	int32_t *sw_next_prio;
-	uint8_t *sw_comm;
-	uint64_t *wk_ts;
-	int32_t *wk_pid;
-	int32_t *wk_target_cpu;
-	int32_t *wk_prio;
-	uint8_t *wk_comm;
-	uint8_t *wk_flags;
+	/* Previous timestamp of each column, 0 at the start of a bundle:
+	 * the first value of a bundle is absolute. */
+	uint64_t sw_last_ts, wk_last_ts;
+	uint8_t *cur[_FTRACE_CS_COL_MAX];       /* where the next varint goes */
+	uint8_t *start[_FTRACE_CS_COL_MAX];     /* room for FTRACE_COMPACT_CAP values */
 	/* Comms NUL-cut and zero-padded to 16 bytes, compared as two words. */
 	uint64_t (*comms)[2];
 	uint8_t *comm_len;
 	uint16_t *comm_hash;
+	void *map;              /* every array above lives in this mapping */
+	size_t map_len;
 };
 
 int ftrace_compact_buf_new(struct ftrace_compact_buf **ret);
@@ -308,6 +325,42 @@ static inline void ftrace_compact_buf_reset(struct ftrace_compact_buf *b)
 	if (b->n_comms)
 		memset(b->comm_hash, 0, FTRACE_COMPACT_HASH_SLOTS * sizeof(*b->comm_hash));
 	b->n_sw = b->n_wk = b->n_comms = 0;
+	b->sw_last_ts = b->wk_last_ts = 0;
+	for (int i = 0; i < _FTRACE_CS_COL_MAX; i++)
+		b->cur[i] = b->start[i];
+}
+
+/* A varint, with the short ones (most values) written without a loop. */
+static inline uint8_t *ftrace_put_varint(uint8_t *p, uint64_t v)
+{
+	if (__builtin_expect(v < 0x80, 1)) {
+		p[0] = (uint8_t)v;
+		return p + 1;
+	}
+	if (v < 0x4000) {
+		p[0] = (uint8_t)(v | 0x80);
+		p[1] = (uint8_t)(v >> 7);
+		return p + 2;
+	}
+	if (v < 0x200000) {
+		p[0] = (uint8_t)(v | 0x80);
+		p[1] = (uint8_t)((v >> 7) | 0x80);
+		p[2] = (uint8_t)(v >> 14);
+		return p + 3;
+	}
+	do {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	} while (v >= 0x80);
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* Append @v to column @c (int32 values are sign-extended first, as protobuf does). */
+static inline void ftrace_compact_put(struct ftrace_compact_buf *b, enum ftrace_compact_col c,
+				      uint64_t v)
+{
+	b->cur[c] = ftrace_put_varint(b->cur[c], v);
 }
 
 static inline bool ftrace_compact_buf_empty(const struct ftrace_compact_buf *b)

@@ -2,7 +2,9 @@
 /*
  * ftrace_pidset - bounded sets filled while parsing one pass: pids seen,
  * pids renamed, kernel addresses seen.  Each is an insertion-ordered array
- * plus an open-addressing index, allocated once; adds never allocate.
+ * plus an index (a bitmap for pids, open addressing for the rest),
+ * allocated once; adds never allocate.  Memory is allocated for the
+ * capacity but only touched as far as it is used.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,17 +26,21 @@ struct oset {
 };
 
 /*
- * Most adds are repeats (a page holds ~60 switches among a few tasks): a
- * bit per pid up to the default 64-bit pid_max answers those without
- * hashing.  512 KiB of address space, touched only where pids live.
+ * Pids below the largest pid_max (2^22, the kernel's PID_MAX_LIMIT on
+ * 64-bit) are members when their bit is set: no hashing, and the memory
+ * touched is the list in insertion order plus the bitmap words where the
+ * pids live (a hash index would touch a page per pid, at random, and keep
+ * them all resident).  Anything else (a corrupt record's pid) goes through
+ * a hash index of its own, touched only when such pids appear.
  */
 #define PID_BITS (1u << 22)
 
 struct ftrace_pidset {
-	struct oset pids, renamed, addrs;
+	struct oset big_pids, renamed, addrs;
 	uint64_t *pid_bits;
-	int32_t *pid_list;       /* int32 views of pids / renamed, same order */
-	int32_t *renamed_list;
+	int32_t *pid_list;       /* every pid, insertion order */
+	size_t n_pids, cap;
+	int32_t *renamed_list;   /* int32 view of renamed, same order */
 	bool overflowed;
 };
 
@@ -124,7 +130,8 @@ int ftrace_pidset_new(size_t capacity, struct ftrace_pidset **ret)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	if (oset_init(&s->pids, capacity) < 0 || oset_init(&s->renamed, capacity) < 0 ||
+	s->cap = capacity;
+	if (oset_init(&s->big_pids, capacity) < 0 || oset_init(&s->renamed, capacity) < 0 ||
 	    oset_init(&s->addrs, capacity) < 0 ||
 	    !(s->pid_bits = calloc(PID_BITS / 64, sizeof(uint64_t))) ||
 	    !(s->pid_list = calloc(capacity, sizeof(int32_t))) ||
@@ -140,7 +147,7 @@ struct ftrace_pidset *ftrace_pidset_free(struct ftrace_pidset *s)
 {
 	if (!s)
 		return NULL;
-	oset_done(&s->pids);
+	oset_done(&s->big_pids);
 	oset_done(&s->renamed);
 	oset_done(&s->addrs);
 	free(s->pid_bits);
@@ -157,29 +164,17 @@ static inline bool pid_cached(uint32_t pid)
 
 void ftrace_pidset_clear(struct ftrace_pidset *s)
 {
-	for (size_t i = 0; i < s->pids.n; i++) {
+	for (size_t i = 0; i < s->n_pids; i++) {
 		uint32_t pid = (uint32_t)s->pid_list[i];
 
 		if (pid_cached(pid))
 			s->pid_bits[pid / 64] &= ~(1ull << (pid % 64));
 	}
-	oset_clear(&s->pids);
+	s->n_pids = 0;
+	oset_clear(&s->big_pids);
 	oset_clear(&s->renamed);
 	oset_clear(&s->addrs);
 	s->overflowed = false;
-}
-
-static bool add_pid(struct ftrace_pidset *s, struct oset *o, int32_t *list, int32_t pid)
-{
-	size_t pos;
-	int r = oset_add(o, (uint32_t)pid, &pos);
-
-	if (r < 0) {
-		s->overflowed = true;
-		return false;
-	}
-	list[pos] = pid;
-	return r > 0;
 }
 
 bool ftrace_pidset_add(struct ftrace_pidset *s, int32_t pid)
@@ -191,18 +186,47 @@ bool ftrace_pidset_add(struct ftrace_pidset *s, int32_t pid)
 
 		if (s->pid_bits[u / 64] & bit)
 			return false;
-		/* Set the bit only once the pid is really stored. */
-		if (!add_pid(s, &s->pids, s->pid_list, pid))
+		if (s->n_pids >= s->cap) {
+			s->overflowed = true;
 			return false;
+		}
 		s->pid_bits[u / 64] |= bit;
-		return true;
+	} else {
+		size_t pos;
+		int r;
+
+		if (s->n_pids >= s->cap) {
+			/* Full: a pid already there stays "not new", as below. */
+			size_t slot;
+
+			if (oset_find(&s->big_pids, u, &slot) < 0)
+				s->overflowed = true;
+			return false;
+		}
+		r = oset_add(&s->big_pids, u, &pos);
+		if (r <= 0)
+			return false;
 	}
-	return add_pid(s, &s->pids, s->pid_list, pid);
+	s->pid_list[s->n_pids++] = pid;
+	return true;
+}
+
+static bool add_renamed(struct ftrace_pidset *s, int32_t pid)
+{
+	size_t pos;
+	int r = oset_add(&s->renamed, (uint32_t)pid, &pos);
+
+	if (r < 0) {
+		s->overflowed = true;
+		return false;
+	}
+	s->renamed_list[pos] = pid;
+	return r > 0;
 }
 
 bool ftrace_pidset_add_renamed(struct ftrace_pidset *s, int32_t pid)
 {
-	return add_pid(s, &s->renamed, s->renamed_list, pid);
+	return add_renamed(s, pid);
 }
 
 bool ftrace_pidset_contains(const struct ftrace_pidset *s, int32_t pid)
@@ -211,13 +235,13 @@ bool ftrace_pidset_contains(const struct ftrace_pidset *s, int32_t pid)
 
 	if (pid_cached((uint32_t)pid))
 		return s->pid_bits[(uint32_t)pid / 64] & (1ull << ((uint32_t)pid % 64));
-	return oset_find(&s->pids, (uint32_t)pid, &slot) >= 0;
+	return oset_find(&s->big_pids, (uint32_t)pid, &slot) >= 0;
 }
 
 size_t ftrace_pidset_pids(const struct ftrace_pidset *s, const int32_t **ret)
 {
 	*ret = s->pid_list;
-	return s->pids.n;
+	return s->n_pids;
 }
 
 size_t ftrace_pidset_renamed(const struct ftrace_pidset *s, const int32_t **ret)
