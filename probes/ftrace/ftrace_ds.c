@@ -6,6 +6,7 @@
  * it needed; the last one restores tracefs).
  */
 
+#include <malloc.h>
 #include <string.h>
 #include <time.h>
 
@@ -20,6 +21,18 @@
 static void ds_freep(struct ftrace_ds **ds)
 {
 	ftrace_ds_free(*ds);
+}
+
+/*
+ * Setup reads directory listings and whole files into buffers it frees
+ * again (a few hundred KiB in all): hand those pages back now rather than
+ * keep them resident for the whole session.
+ */
+static void trim_heap(void)
+{
+#ifdef __GLIBC__
+	(void)malloc_trim(0);
+#endif
 }
 
 static uint64_t ram_bytes(void)
@@ -76,6 +89,42 @@ static int load_events(struct ftrace_ds *ds)
 		c->events[w++] = e;
 	}
 	c->n_events = w;
+	return 0;
+}
+
+/*
+ * The kernel's list of available events (thousands of names) is only
+ * needed to resolve the config: keep copies of the events the session uses
+ * and let the rest go, rather than hold a few hundred KiB for its life.
+ */
+static int keep_used_events(struct ftrace_ds *ds)
+{
+	struct ftrace_config *c = ds->cfg;
+	struct ftrace_event_list *used = NULL;
+	int r;
+
+	r = ftrace_event_list_new(&used);
+	for (size_t i = 0; r >= 0 && i < c->n_events; i++)
+		r = ftrace_event_list_add(used, c->events[i]->group, c->events[i]->name,
+					  c->events[i]->flags);
+	if (r < 0) {
+		ftrace_event_list_free(used);
+		return r;
+	}
+	ftrace_event_list_sort(used);
+	for (size_t i = 0; i < c->n_events; i++) {
+		const struct ftrace_event_name *e = ftrace_event_list_find(used, c->events[i]->group,
+									   c->events[i]->name);
+
+		/* Names the list would refuse were never resolved: cannot happen. */
+		if (!e) {
+			ftrace_event_list_free(used);
+			return -EINVAL;
+		}
+		c->events[i] = e;
+	}
+	ftrace_event_list_free(ds->avail);
+	ds->avail = used;
 	return 0;
 }
 
@@ -143,6 +192,9 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	r = load_events(ds);
 	if (r < 0)
 		return r;
+	r = keep_used_events(ds);
+	if (r < 0)
+		return r;
 
 	ds->enabled = calloc(ds->cfg->n_events ? ds->cfg->n_events : 1, sizeof(bool));
 	ds->cpu_state = calloc(n_cpus, sizeof(*ds->cpu_state));
@@ -183,6 +235,7 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 		return -ENOMEM;
 
 	*ret = TAKE_PTR(ds);
+	trim_heap();
 	return 0;
 }
 
