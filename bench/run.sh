@@ -5,10 +5,13 @@
 #
 # Builds nothing: BUILD_DIR (default "build") must already hold
 # bench/bench_drain, bench/bench_live and probes/traced-probes
-# (meson option bench=true, the default).  Needs root and tracefs; takes
-# about a minute.  Extra knobs, through the environment:
+# (meson option bench=true, the default); the daemon row also needs
+# tests/tp-test-service (meson option tests=true) and is left out without
+# it.  Needs root and tracefs; takes about a minute.  Extra knobs, through
+# the environment:
 #   BENCH_DRAIN_ARGS  passed to bench_drain (e.g. "-d 3 -r 20")
-#   BENCH_LIVE_ARGS   passed to bench_live  (e.g. "-t 10 --no-trace-cmd")
+#   BENCH_LIVE_ARGS   passed to bench_live  (e.g. "-t 10 --no-trace-cmd",
+#                     "--only daemon")
 set -eu
 
 build=${1:-build}
