@@ -170,6 +170,21 @@ void producer_ds_destroy(struct producer *p, struct producer_ds *ds, bool notify
 	free(ds);
 }
 
+/* one log line per warning, so none is cut and the journal keeps them apart */
+static void log_warnings(uint64_t session, const char *warnings)
+{
+	const char *line = warnings;
+
+	while (line && *line) {
+		const char *end = strchrnul(line, '\n');
+
+		if (end > line)
+			log_warning("ftrace session %llu: %.*s", (unsigned long long)session,
+				    (int)(end - line), line);
+		line = *end ? end + 1 : end;
+	}
+}
+
 static int setup_ds(struct producer *p, const Perfetto__Protos__GetAsyncCommandResponse__SetupDataSource *cmd)
 {
 	const Perfetto__Protos__DataSourceConfig *cfg = cmd->config;
@@ -230,9 +245,7 @@ static int setup_ds(struct producer *p, const Perfetto__Protos__GetAsyncCommandR
 			ds->failed = true;
 			return 0;
 		}
-		if (ftrace_ds_get_warnings(ds->ftrace))
-			log_warning("ftrace session %llu: %s", (unsigned long long)ds->tracing_session_id,
-				    ftrace_ds_get_warnings(ds->ftrace));
+		log_warnings(ds->tracing_session_id, ftrace_ds_get_warnings(ds->ftrace));
 	} else {
 		r = procfs_ds_setup(p->event, ds->id, ds->tracing_session_id,
 				    cfg->process_stats_config, ds->writer, &ds->procfs);

@@ -39,7 +39,7 @@ int log_level_from_string(const char *s)
 int log_internal(enum log_level level, int error, const char *fmt, ...)
 {
 	int saved = errno;
-	char line[1024];
+	char line[4096];
 	va_list ap;
 
 	if (level < 0 || level >= _LOG_LEVEL_MAX)
