@@ -7,6 +7,7 @@
  * per-CPU counters, and tracefs must be byte-for-byte as before.
  */
 #include <check.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -332,6 +333,85 @@ START_TEST(test_record_unknown_event)
 }
 END_TEST
 
+/* writes trace_marker lines into our instance while the recorder runs */
+static void *marker_writer(void *arg)
+{
+	static const char *const lines[] = { "keep: one", "drop: two", "B|123|noisy slice",
+					     "B|123|useful slice", "keep: three" };
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/trace_marker", instance_path);
+	/* wait until the session turned tracing on */
+	for (int i = 0; i < 500 && !tp_event_enabled(instance_path, "ftrace:print") &&
+			!tp_event_enabled(instance_path, "sched_switch"); i++)
+		usleep(10000);
+	usleep(200000);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	for (int round = 0; round < 3; round++)
+		for (size_t i = 0; i < ARRAY_SIZE(lines); i++)
+			(void)!write(fd, lines[i], strlen(lines[i]));
+	close(fd);
+	return NULL;
+}
+
+START_TEST(test_record_print_filter)
+{
+	char cfg_path[512], out[512];
+	struct recorder_options o;
+	struct tp_trace_summary s;
+	unsigned kept = 0, dropped = 0, useful = 0;
+	pthread_t th;
+	FILE *f;
+
+	snprintf(cfg_path, sizeof(cfg_path), "%s/print.pbtxt", tmpdir);
+	f = fopen(cfg_path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "buffers { size_kb: 4096 }\n"
+		   "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+		   "  ftrace_events: \"ftrace/print\" ftrace_events: \"sched/sched_switch\"\n"
+		   "  instance_name: \"%s\"\n"
+		   "  print_filter {\n"
+		   "    rules { prefix: \"drop\" allow: false }\n"
+		   "    rules { atrace_msg { type: \"B\" prefix: \"noisy\" } allow: false }\n"
+		   "  } } } }\n"
+		   "duration_ms: 1000\n", instance);
+	fclose(f);
+	snprintf(out, sizeof(out), "%s/print.pftrace", tmpdir);
+	recorder_options_init(&o);
+	o.output = out;
+	o.config_path = cfg_path;
+	o.quiet = true;
+	ck_assert_int_eq(pthread_create(&th, NULL, marker_writer, NULL), 0);
+	ck_assert_int_eq(recorder_run(&o), 0);
+	pthread_join(th, NULL);
+	assert_tracefs_restored();
+
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	for (size_t i = 0; i < s.trace->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *p = s.trace->packet[i];
+
+		if (p->data_case != PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS)
+			continue;
+		for (size_t k = 0; k < p->ftrace_events->n_event; k++) {
+			const Perfetto__Protos__FtraceEvent *e = p->ftrace_events->event[k];
+
+			if (e->event_case != PERFETTO__PROTOS__FTRACE_EVENT__EVENT_PRINT)
+				continue;
+			kept += strncmp(e->print->buf, "keep", 4) == 0;
+			dropped += strncmp(e->print->buf, "drop", 4) == 0 || strstr(e->print->buf, "noisy");
+			useful += strstr(e->print->buf, "useful") != NULL;
+		}
+	}
+	ck_assert_uint_eq(kept, 6);
+	ck_assert_uint_eq(useful, 3);
+	ck_assert_uint_eq(dropped, 0);
+	tp_trace_free(&s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("record");
@@ -352,6 +432,7 @@ int main(void)
 	tcase_add_test(tc, test_record_sigterm);
 	tcase_add_test(tc, test_record_setup_error);
 	tcase_add_test(tc, test_record_unknown_event);
+	tcase_add_test(tc, test_record_print_filter);
 	suite_add_tcase(s, tc);
 	return tp_run_suite(s, tmpdir);
 }

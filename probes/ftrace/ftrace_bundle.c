@@ -536,6 +536,15 @@ static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *
 			tr = rec.event_id < n_ids ? by_id[rec.event_id] : NULL;
 			if (!tr)
 				continue;
+			if (_unlikely_(rec.event_id == p->print_id) && rec.len > p->print_buf_off &&
+			    !ftrace_print_filter_allows(p->print_filter,
+							(const char *)rec.data + p->print_buf_off,
+							rec.len - p->print_buf_off)) {
+				if (stats)
+					stats->filtered_events++;
+				page_last_ts = rec.ts;
+				continue;
+			}
 			ok = write_event(b, tr, &rec);
 			n_events++;
 			n_generic += tr->type == FTRACE_TR_GENERIC;

@@ -408,7 +408,6 @@ static int check_unsupported(const Perfetto__Protos__FtraceConfig *cfg, struct f
 	UNSUPPORTED(cfg->n_syscall_events > 0, "syscall_events");
 	UNSUPPORTED((cfg->has_enable_function_graph && cfg->enable_function_graph) ||
 		    cfg->n_function_filters > 0 || cfg->n_function_graph_roots > 0, "function graph");
-	UNSUPPORTED(cfg->print_filter != NULL, "print_filter");
 	UNSUPPORTED(cfg->n_kprobe_events > 0, "kprobe_events");
 	UNSUPPORTED(cfg->n_tids_to_trace > 0, "tids_to_trace");
 	UNSUPPORTED(cfg->n_tracefs_options > 0, "tracefs_options");

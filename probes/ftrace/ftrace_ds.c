@@ -192,6 +192,10 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	r = load_events(ds);
 	if (r < 0)
 		return r;
+	r = ftrace_print_filter_new(cfg->print_filter, &ds->print_filter);
+	if (r < 0)
+		return r == -ENOMEM ? r : -EINVAL;
+	ftrace_parser_set_print_filter(ds->parser, ds->print_filter);
 	r = keep_used_events(ds);
 	if (r < 0)
 		return r;
@@ -401,6 +405,7 @@ struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds)
 	}
 
 	ftrace_parser_free(ds->parser);
+	ftrace_print_filter_free(ds->print_filter);
 	ftrace_pidset_free(ds->pids);
 	for (size_t i = 0; i < ds->n_failed; i++)
 		free(ds->failed[i]);

@@ -61,6 +61,7 @@ struct ftrace_ds {
 	struct ftrace_ds_hooks hooks;
 	void *userdata;
 	struct ftrace_parser *parser;
+	struct ftrace_print_filter *print_filter;
 	struct ftrace_pidset *pids;
 	struct ftrace_cpu_state *cpu_state;     /* [inst->n_cpus] */
 	struct ftrace_pass_stats *cpu_pass;     /* [inst->n_cpus], cumulative */

@@ -271,6 +271,7 @@ struct ftrace_pass_stats {
 	bool lost_unknown;          /* a flagged page had no stored count */
 	uint64_t parse_errors;      /* FtraceErrors written */
 	uint32_t parse_errors_mask; /* 1u << enum ftrace_parse_status, per error seen */
+	uint64_t filtered_events;   /* print events the print_filter refused */
 };
 
 struct ftrace_pidset;

@@ -500,4 +500,9 @@ struct ftrace_parser {
 	enum ftrace_clock clock;
 	int64_t clock_ftrace_ts;
 	int64_t clock_boot_ts;
+
+	/* print_filter: -1 unless a filter applies to an enabled ftrace/print */
+	int print_id;
+	uint16_t print_buf_off;
+	const struct ftrace_print_filter *print_filter;
 };

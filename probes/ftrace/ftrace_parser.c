@@ -26,6 +26,7 @@ int ftrace_parser_new(struct ftrace_format_table *t, const struct ftrace_parser_
 	p->opts = o ? *o : FTRACE_PARSER_OPTS_DEFAULT;
 	p->compact_switch_id = -1;
 	p->compact_waking_id = -1;
+	p->print_id = -1;
 	r = ftrace_compact_buf_new(&p->cb);
 	if (r < 0) {
 		ftrace_parser_free(p);
@@ -142,6 +143,28 @@ int ftrace_parser_enable(struct ftrace_parser *p, int event_id)
 bool ftrace_parser_compact_sched_active(const struct ftrace_parser *p)
 {
 	return p->compact_switch_id >= 0;
+}
+
+void ftrace_parser_set_print_filter(struct ftrace_parser *p, const struct ftrace_print_filter *f)
+{
+	p->print_id = -1;
+	p->print_filter = NULL;
+	if (!f)
+		return;
+	/* ftrace/print is the typed event at FtraceEvent field 3; its text is "buf" */
+	for (size_t id = 0; id < p->n_ids; id++) {
+		const struct ftrace_event_tr *tr = p->by_id[id];
+
+		if (!tr || tr->type != FTRACE_TR_TYPED || tr->proto_field != 3)
+			continue;
+		for (uint16_t i = 0; i < tr->n_fields; i++)
+			if (tr->fields[i].name_len == 3 && memcmp(tr->fields[i].name, "buf", 3) == 0) {
+				p->print_id = (int)id;
+				p->print_buf_off = tr->fields[i].offset;
+				p->print_filter = f;
+				return;
+			}
+	}
 }
 
 void ftrace_parser_set_clock(struct ftrace_parser *p, enum ftrace_clock clock, int64_t ftrace_ts,
