@@ -22,6 +22,7 @@
 #define SMB_PAGE_HINT (32u << 10)
 /* The emulated SMB for transports that cannot pass fds (TCP, vsock). */
 #define EMULATION_SMB_SIZE (1u << 20)
+#define SMB_STALL_US 10000u
 
 static const char *const method_names[_PRODUCER_METHOD_MAX] = {
 	[PRODUCER_METHOD_INITIALIZE_CONNECTION] = "InitializeConnection",
@@ -309,6 +310,8 @@ int producer_setup_smb(struct producer *p, uint32_t page_size_kb, int fd)
 		return log_error_errno(-EBADF, "SetupTracing arrived without the shared memory fd");
 	}
 	smb_set_commit_hook(p->smb, producer_commit_hook, p);
+	/* full: commit, then give the service up to 10 ms to free a chunk before dropping */
+	smb_set_stall(p->smb, SMB_STALL_US);
 	log_debug("Shared memory buffer: %zu KiB in %zu KiB pages", smb_size(p->smb) / 1024,
 		  page_size / 1024);
 	return 0;

@@ -150,7 +150,17 @@ struct smb_stats {
 	uint64_t chunks_lost;       /* state changed under us: not named */
 	uint64_t acquire_failures;  /* no free chunk anywhere */
 	uint64_t patch_slots_full;  /* packet dropped: no room to record a patch */
+	uint64_t stalls;            /* full, but a chunk freed up while we waited */
 };
+
+/**
+ * smb_set_stall - when no chunk is free, commit what is pending (the commit
+ * hook) and wait up to @max_us for the service to free one before dropping
+ * (Perfetto's stall-then-drop).  After a wait that found nothing, further
+ * acquisitions drop at once until a chunk is free again.  0 (the default):
+ * drop at once.
+ */
+void smb_set_stall(struct smb *smb, uint32_t max_us);
 
 /**
  * smb_get_stats - counters of the arbiter, for logs and tests.

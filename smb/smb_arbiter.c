@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -186,8 +187,8 @@ static bool try_acquire_page(struct smb *smb, size_t page)
  * the buffer we ever touch (our resident memory, and the cache) to what is
  * in flight at once instead of the whole buffer.
  */
-int smb_chunk_acquire(struct smb *smb, uint16_t writer_id, uint32_t chunk_id, uint16_t packets,
-		      struct smb_chunk *ret)
+static int scan_for_chunk(struct smb *smb, uint16_t writer_id, uint32_t chunk_id, uint16_t packets,
+			  struct smb_chunk *ret)
 {
 	for (size_t page = 0; page < smb->num_pages; page++) {
 		uint8_t *chunk;
@@ -205,8 +206,66 @@ int smb_chunk_acquire(struct smb *smb, uint16_t writer_id, uint32_t chunk_id, ui
 		atomic_store_explicit(&ret->header->packets, packets, memory_order_release);
 		return 0;
 	}
+	return -ENOSPC;
+}
+
+/*
+ * The buffer is full: hand everything finished to the service now and give
+ * it a moment to copy chunks out, polling the page words (no IPC needed to
+ * see them freed).  Bounded: after one stall that found nothing, later
+ * acquisitions drop at once until a chunk frees up, so a service that is
+ * gone costs one timeout, not one per packet.
+ */
+static int stall_for_chunk(struct smb *smb, uint16_t writer_id, uint32_t chunk_id, uint16_t packets,
+			   struct smb_chunk *ret)
+{
+	uint64_t waited = 0, step = 50;
+	struct timespec ts;
+
+	if (smb->stall_max_us == 0 || smb->stall_failed)
+		return -ENOSPC;
+	if (smb->hook && !smb->in_hook && smb->n_moves > 0) {
+		smb->in_hook = true;
+		smb->hook(smb->hook_userdata);
+		smb->in_hook = false;
+	}
+	while (waited < smb->stall_max_us) {
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)step * 1000;
+		(void)nanosleep(&ts, NULL);
+		waited += step;
+		step = MIN(step * 2, (uint64_t)1000);
+		if (scan_for_chunk(smb, writer_id, chunk_id, packets, ret) == 0) {
+			smb->stats.stalls++;
+			return 0;
+		}
+	}
+	smb->stall_failed = true;
+	return -ENOSPC;
+}
+
+/*
+ * The lowest free page, not the next one round-robin: any free chunk is as
+ * good to the service, and reusing the same few pages keeps the part of
+ * the buffer we ever touch (our resident memory, and the cache) to what is
+ * in flight at once instead of the whole buffer.
+ */
+int smb_chunk_acquire(struct smb *smb, uint16_t writer_id, uint32_t chunk_id, uint16_t packets,
+		      struct smb_chunk *ret)
+{
+	if (scan_for_chunk(smb, writer_id, chunk_id, packets, ret) == 0 ||
+	    stall_for_chunk(smb, writer_id, chunk_id, packets, ret) == 0) {
+		smb->stall_failed = false;
+		return 0;
+	}
 	smb->stats.acquire_failures++;
 	return -ENOSPC;
+}
+
+void smb_set_stall(struct smb *smb, uint32_t max_us)
+{
+	smb->stall_max_us = max_us;
+	smb->stall_failed = false;
 }
 
 void smb_chunk_release(struct smb *smb, struct smb_chunk *c, uint16_t packets,

@@ -59,6 +59,8 @@ struct smb {
 	void (*hook)(void *userdata);
 	void *hook_userdata;
 	bool in_hook;
+	uint32_t stall_max_us;    /* 0: drop at once when full */
+	bool stall_failed;        /* the last stall found nothing: do not wait again */
 
 	uint64_t writer_ids[(SMB_MAX_WRITER_ID + 1) / 64];
 	struct smb_stats stats;
