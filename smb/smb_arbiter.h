@@ -40,7 +40,6 @@ struct smb {
 	size_t num_pages;
 	size_t chunk_size;        /* Div1 */
 	bool owns_mapping;
-	size_t next_page;         /* round-robin scan start */
 
 	/* released chunks not yet taken, and the array handed out by take */
 	struct smb_chunk_move *moves;

@@ -24,38 +24,29 @@
 
 static char tmpdir[] = "/tmp/tp-daemon-XXXXXX";
 static char bin_daemon[4096], bin_service[4096];
-static char instance[64], instance_path[256], sock[512], state_dir[512];
-static char *top_before, *inst_before;
+static struct tp_fixture fx;
+static char sock[512], state_dir[512];
 
 static void setup(void)
 {
-	snprintf(instance, sizeof(instance), "tp-daemon-%d", (int)getpid());
-	ck_assert_int_eq(tp_instance_create(instance, instance_path, sizeof(instance_path)), 0);
+	ck_assert_int_eq(tp_fixture_setup(&fx, "tp-daemon"), 0);
 	snprintf(sock, sizeof(sock), "%s/producer.sock", tmpdir);
 	snprintf(state_dir, sizeof(state_dir), "%s/state", tmpdir);
-	top_before = tp_tracefs_snapshot(TP_TRACEFS);
-	inst_before = tp_tracefs_snapshot(instance_path);
 }
 
 static void teardown(void)
 {
-	tp_instance_remove(instance);
-	free(top_before);
-	free(inst_before);
-	top_before = inst_before = NULL;
+	tp_fixture_teardown(&fx);
 }
 
 static bool tracefs_restored(void)
 {
-	_cleanup_free_ char *top = tp_tracefs_snapshot(TP_TRACEFS);
-	_cleanup_free_ char *inst = tp_tracefs_snapshot(instance_path);
-
-	return strcmp(top, top_before) == 0 && strcmp(inst, inst_before) == 0;
+	return tp_fixture_restored(&fx);
 }
 
 static bool tracing_in_instance(void)
 {
-	return tp_event_enabled(instance_path, "sched_switch");
+	return tp_event_enabled(fx.path, "sched_switch");
 }
 
 static void write_config(const char *path, const char *events, unsigned duration_ms)
@@ -67,7 +58,7 @@ static void write_config(const char *path, const char *events, unsigned duration
 		   "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
 		   "  ftrace_config { %s instance_name: \"%s\" } } }\n"
 		   "duration_ms: %u\n",
-		events, instance, duration_ms);
+		events, fx.instance, duration_ms);
 	fclose(f);
 }
 
@@ -213,7 +204,7 @@ static void on_session_done(struct svc_session *ss, int error, void *userdata)
 	ck_assert_int_eq(error, 0);
 	if (t->done++ == 0) {
 		/* the first session is over: only the second one's events stay on */
-		snprintf(path, sizeof(path), "%s/set_event", instance_path);
+		snprintf(path, sizeof(path), "%s/set_event", fx.path);
 		if (read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0)
 			snprintf(t->events_after_first, sizeof(t->events_after_first), "%s", events);
 	} else {
@@ -231,7 +222,7 @@ static Perfetto__Protos__TraceConfig *config(const char *event, unsigned ms)
 		 "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
 		 "  ftrace_config { ftrace_events: \"%s\" instance_name: \"%s\" } } }\n"
 		 "duration_ms: %u\n",
-		 event, instance, ms);
+		 event, fx.instance, ms);
 	ck_assert_int_eq(pbtxt_parse(&perfetto__protos__trace_config__descriptor, text, strlen(text),
 				     &m, err, sizeof(err)), 0);
 	return (Perfetto__Protos__TraceConfig *)m;

@@ -27,38 +27,29 @@
 
 static char tmpdir[] = "/tmp/tp-faults-XXXXXX";
 static char bin_daemon[4096], bin_service[4096];
-static char instance[64], instance_path[256], sock[512], state_dir[512];
-static char *top_before, *inst_before;
+static struct tp_fixture fx;
+static char sock[512], state_dir[512];
 
 static void setup(void)
 {
-	snprintf(instance, sizeof(instance), "tp-faults-%d", (int)getpid());
-	ck_assert_int_eq(tp_instance_create(instance, instance_path, sizeof(instance_path)), 0);
+	ck_assert_int_eq(tp_fixture_setup(&fx, "tp-faults"), 0);
 	snprintf(sock, sizeof(sock), "%s/producer.sock", tmpdir);
 	snprintf(state_dir, sizeof(state_dir), "%s/state", tmpdir);
-	top_before = tp_tracefs_snapshot(TP_TRACEFS);
-	inst_before = tp_tracefs_snapshot(instance_path);
 }
 
 static void teardown(void)
 {
-	tp_instance_remove(instance);
-	free(top_before);
-	free(inst_before);
-	top_before = inst_before = NULL;
+	tp_fixture_teardown(&fx);
 }
 
 static bool tracefs_restored(void)
 {
-	_cleanup_free_ char *top = tp_tracefs_snapshot(TP_TRACEFS);
-	_cleanup_free_ char *inst = tp_tracefs_snapshot(instance_path);
-
-	return strcmp(top, top_before) == 0 && strcmp(inst, inst_before) == 0;
+	return tp_fixture_restored(&fx);
 }
 
 static bool tracing_in_instance(void)
 {
-	return tp_event_enabled(instance_path, "sched_switch");
+	return tp_event_enabled(fx.path, "sched_switch");
 }
 
 static void write_config(const char *path, unsigned duration_ms)
@@ -71,7 +62,7 @@ static void write_config(const char *path, unsigned duration_ms)
 		   "  ftrace_config { ftrace_events: \"sched/sched_switch\" buffer_size_kb: 64 "
 		   "instance_name: \"%s\" } } }\n"
 		   "duration_ms: %u\n",
-		instance, duration_ms);
+		fx.instance, duration_ms);
 	fclose(f);
 }
 
@@ -197,7 +188,7 @@ START_TEST(test_recorder_disk_full)
 	ck_assert_int_eq(tp_workload_start("tp-diskfull", 2, 2500, &w), 0);
 	recorder_options_init(&o);
 	o.output = out;
-	o.instance = instance;
+	o.instance = fx.instance;
 	o.quiet = true;
 	o.process_names = false;
 	o.duration_ms = 2000;
@@ -235,7 +226,7 @@ START_TEST(test_recorder_tracefs_unmounted)
 		snprintf(out, sizeof(out), "%s/unmounted.pftrace", tmpdir);
 		recorder_options_init(&o);
 		o.output = out;
-		o.instance = instance;
+		o.instance = fx.instance;
 		o.quiet = true;
 		o.process_names = false;
 		o.duration_ms = 300;
@@ -283,7 +274,7 @@ START_TEST(test_recorder_cpu_offline)
 	snprintf(out, sizeof(out), "%s/offline.pftrace", tmpdir);
 	recorder_options_init(&o);
 	o.output = out;
-	o.instance = instance;
+	o.instance = fx.instance;
 	o.quiet = true;
 	o.process_names = false;
 	o.duration_ms = 500;

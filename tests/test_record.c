@@ -20,43 +20,35 @@
 #include "tests/tp_trace.h"
 #include "util/util.h"
 
-static char instance[64], instance_path[256];
-static char *top_before, *inst_before;
+static struct tp_fixture fx;
 static char tmpdir[] = "/tmp/tp-record-XXXXXX";
 
 static void setup(void)
 {
-	snprintf(instance, sizeof(instance), "tp-record-%d", (int)getpid());
-	ck_assert_int_eq(tp_instance_create(instance, instance_path, sizeof(instance_path)), 0);
-	top_before = tp_tracefs_snapshot(TP_TRACEFS);
-	inst_before = tp_tracefs_snapshot(instance_path);
-	ck_assert_ptr_nonnull(top_before);
-	ck_assert_ptr_nonnull(inst_before);
+	ck_assert_int_eq(tp_fixture_setup(&fx, "tp-record"), 0);
 }
 
 static void teardown(void)
 {
-	tp_instance_remove(instance);
-	free(top_before);
-	free(inst_before);
-	top_before = inst_before = NULL;
+	tp_fixture_teardown(&fx);
 }
 
 /* tracefs, at the top level and in our instance, exactly as before */
 static void assert_tracefs_restored(void)
 {
 	_cleanup_free_ char *top = tp_tracefs_snapshot(TP_TRACEFS);
-	_cleanup_free_ char *inst = tp_tracefs_snapshot(instance_path);
+	_cleanup_free_ char *inst = tp_tracefs_snapshot(fx.path);
 
-	ck_assert_str_eq(top, top_before);
-	ck_assert_str_eq(inst, inst_before);
+	/* compared as strings, so a failure shows what changed */
+	ck_assert_str_eq(top, fx.top_before);
+	ck_assert_str_eq(inst, fx.inst_before);
 }
 
 static void base_options(struct recorder_options *o, const char *out)
 {
 	recorder_options_init(o);
 	o->output = out;
-	o->instance = instance;
+	o->instance = fx.instance;
 	o->quiet = true;
 }
 
@@ -220,7 +212,7 @@ START_TEST(test_record_config_file)
 	ck_assert_ptr_nonnull(pos);
 	pos += strlen("ftrace_config {");
 	fprintf(f, "%.*s instance_name: \"%s\" %s duration_ms: 1000\n", (int)(pos - text), text,
-		instance, pos);
+		fx.instance, pos);
 	fclose(f);
 
 	snprintf(out, sizeof(out), "%s/config.pftrace", tmpdir);
@@ -255,7 +247,7 @@ START_TEST(test_record_sigterm)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		execl(bin, bin, "record", "-q", "-o", out, "-t", dur, "-i", instance, (char *)NULL);
+		execl(bin, bin, "record", "-q", "-o", out, "-t", dur, "-i", fx.instance, (char *)NULL);
 		_exit(127);
 	}
 	/* stop it once it is recording: our events are enabled in the instance */
@@ -263,7 +255,7 @@ START_TEST(test_record_sigterm)
 		_cleanup_free_ char *events = NULL;
 		char path[300];
 
-		snprintf(path, sizeof(path), "%s/set_event", instance_path);
+		snprintf(path, sizeof(path), "%s/set_event", fx.path);
 		if (read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0 &&
 		    strstr(events, "sched_switch"))
 			break;
@@ -293,7 +285,7 @@ START_TEST(test_record_setup_error)
 	/* an instance that does not exist: a clear failure, no file, nothing touched */
 	snprintf(out, sizeof(out), "%s/error.pftrace", tmpdir);
 	base_options(&o, out);
-	o.instance = "tp-no-such-instance";
+	o.instance = "tp-no-such-fx.instance";
 	o.duration_ms = 500;
 	ck_assert_int_ne(recorder_run(&o), 0);
 	ck_assert_int_ne(stat(out, &st), 0);
@@ -341,10 +333,10 @@ static void *marker_writer(void *arg)
 	char path[300];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/trace_marker", instance_path);
+	snprintf(path, sizeof(path), "%s/trace_marker", fx.path);
 	/* wait until the session turned tracing on */
-	for (int i = 0; i < 500 && !tp_event_enabled(instance_path, "ftrace:print") &&
-			!tp_event_enabled(instance_path, "sched_switch"); i++)
+	for (int i = 0; i < 500 && !tp_event_enabled(fx.path, "ftrace:print") &&
+			!tp_event_enabled(fx.path, "sched_switch"); i++)
 		usleep(10000);
 	usleep(200000);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -377,7 +369,7 @@ START_TEST(test_record_print_filter)
 		   "    rules { prefix: \"drop\" allow: false }\n"
 		   "    rules { atrace_msg { type: \"B\" prefix: \"noisy\" } allow: false }\n"
 		   "  } } } }\n"
-		   "duration_ms: 1000\n", instance);
+		   "duration_ms: 1000\n", fx.instance);
 	fclose(f);
 	snprintf(out, sizeof(out), "%s/print.pftrace", tmpdir);
 	recorder_options_init(&o);

@@ -289,3 +289,33 @@ int tp_run_suite(Suite *s, const char *tmpdir)
 	}
 	return failed ? 1 : 0;
 }
+
+int tp_fixture_setup(struct tp_fixture *f, const char *prefix)
+{
+	int r;
+
+	memset(f, 0, sizeof(*f));
+	snprintf(f->instance, sizeof(f->instance), "%s-%d", prefix, (int)getpid());
+	r = tp_instance_create(f->instance, f->path, sizeof(f->path));
+	if (r < 0)
+		return r;
+	f->top_before = tp_tracefs_snapshot(TP_TRACEFS);
+	f->inst_before = tp_tracefs_snapshot(f->path);
+	return f->top_before && f->inst_before ? 0 : -ENOMEM;
+}
+
+void tp_fixture_teardown(struct tp_fixture *f)
+{
+	tp_instance_remove(f->instance);
+	free(f->top_before);
+	free(f->inst_before);
+	f->top_before = f->inst_before = NULL;
+}
+
+bool tp_fixture_restored(const struct tp_fixture *f)
+{
+	_cleanup_free_ char *top = tp_tracefs_snapshot(TP_TRACEFS);
+	_cleanup_free_ char *inst = tp_tracefs_snapshot(f->path);
+
+	return top && inst && strcmp(top, f->top_before) == 0 && strcmp(inst, f->inst_before) == 0;
+}

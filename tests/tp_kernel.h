@@ -65,3 +65,20 @@ pid_t tp_spawn_daemon(const char *bin, const char *sock, const char *state_dir, 
 
 /* runs @s in this process (fixtures keep their meaning), then removes @tmpdir */
 int tp_run_suite(Suite *s, const char *tmpdir);
+
+/*
+ * A private tracefs instance plus snapshots of it and of the top level, so
+ * a test can prove it left both exactly as it found them.
+ */
+struct tp_fixture {
+	char instance[64];
+	char path[256];
+	char *top_before;
+	char *inst_before;
+};
+
+/* creates "<prefix>-<pid>" and takes the snapshots; 0 or -errno */
+int tp_fixture_setup(struct tp_fixture *f, const char *prefix);
+void tp_fixture_teardown(struct tp_fixture *f);
+/* tracefs byte-for-byte as at setup, top level and instance */
+bool tp_fixture_restored(const struct tp_fixture *f);
