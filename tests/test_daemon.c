@@ -105,7 +105,7 @@ START_TEST(test_daemon_service_restart)
 	write_config(cfg_short, "ftrace_events: \"sched/sched_switch\" "
 				"ftrace_events: \"sched/sched_waking\"", 1500);
 
-	ck_assert_int_eq(tp_workload_start("tp-daemon-load", 2, 6000, &w), 0);
+	ck_assert_int_eq(tp_workload_start("tp-daemon-load", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
 	/* the daemon first, with no service: it waits and retries */
 	daemon = spawn_daemon();
 	usleep(300000);
@@ -129,7 +129,7 @@ START_TEST(test_daemon_service_restart)
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
 	ck_assert_int_eq(tp_wait_exit(daemon), 0);
 	ck_assert(tracefs_restored());
-	(void)tp_workload_wait(&w);
+	(void)tp_workload_stop(&w);
 }
 END_TEST
 
@@ -174,7 +174,7 @@ START_TEST(test_daemon_over_tcp)
 	snprintf(out, sizeof(out), "%s/tcp.pftrace", tmpdir);
 	write_config(cfg, "ftrace_events: \"sched/sched_switch\" "
 			  "ftrace_events: \"sched/sched_waking\"", 1500);
-	ck_assert_int_eq(tp_workload_start("tp-tcp", 2, 3000, &w), 0);
+	ck_assert_int_eq(tp_workload_start("tp-tcp", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
 	svc = spawn_service(cfg, out);
 	daemon = spawn_daemon();
 	ck_assert_int_eq(tp_wait_exit(svc), 0);
@@ -182,7 +182,7 @@ START_TEST(test_daemon_over_tcp)
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
 	ck_assert_int_eq(tp_wait_exit(daemon), 0);
 	ck_assert(tracefs_restored());
-	(void)tp_workload_wait(&w);
+	(void)tp_workload_stop(&w);
 	snprintf(sock, sizeof(sock), "%s", saved_sock);
 }
 END_TEST
@@ -258,7 +258,7 @@ START_TEST(test_two_sessions)
 	ck_assert_int_ge(producer_adopt_fd(p, sv[0]), 0);
 	ck_assert_int_ge(svc_session_start(svc, cfg_a, fd_a, &hooks, &t, &a), 0);
 	ck_assert_int_ge(svc_session_start(svc, cfg_b, fd_b, &hooks, &t, &b), 0);
-	ck_assert_int_eq(tp_workload_start("tp-two", 2, 3500, &w), 0);
+	ck_assert_int_eq(tp_workload_start("tp-two", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
 	ck_assert_int_ge(sd_event_loop(t.e), 0);
 	ck_assert_int_eq(t.done, 2);
 
@@ -274,7 +274,7 @@ START_TEST(test_two_sessions)
 	t.e = sd_event_unref(t.e);
 	close(fd_a);
 	close(fd_b);
-	(void)tp_workload_wait(&w);
+	(void)tp_workload_stop(&w);
 	ck_assert(tracefs_restored());
 
 	/* each trace has what its session asked for, and nothing else */

@@ -113,23 +113,29 @@ START_TEST(test_service_restarted_100_times)
 		pid_t svc = spawn_service(cfg, out);
 
 		ck_assert_msg(tp_wait_for(tracing_in_instance, 10000), "cycle %d: no reconnect", i);
-		if (i == 0)
+		if (i == 0) {
+			usleep(300000); /* started: per-CPU readers and timers open */
 			fds_before = count_fds(daemon);
+		}
 		ck_assert_int_eq(kill(svc, SIGKILL), 0);
 		ck_assert_int_eq(tp_wait_exit(svc), 128 + SIGKILL);
 		ck_assert_msg(tp_wait_for(tracefs_restored, 5000), "cycle %d: tracefs not restored", i);
 	}
-	/* connected once more, as in the first cycle: same fds as then */
+	/* connected once more, as in the first cycle */
 	{
 		pid_t svc = spawn_service(cfg, out);
 
 		ck_assert(tp_wait_for(tracing_in_instance, 10000));
+		usleep(300000);
 		fds_after = count_fds(daemon);
 		ck_assert_int_eq(kill(svc, SIGKILL), 0);
 		(void)tp_wait_exit(svc);
 	}
 	ck_assert_uint_gt(fds_before, 0);
-	ck_assert_uint_eq(fds_after, fds_before);
+	/* one fd leaked per restart would show as a hundred more; allow for a
+	 * connection attempt in flight at either count */
+	ck_assert_msg(fds_after <= fds_before + 2, "fds: %u before, %u after %d restarts", fds_before,
+		      fds_after, RESTARTS);
 	ck_assert(tp_wait_for(tracefs_restored, 5000));
 	/* under the sanitizer build a leak makes this exit non-zero */
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
@@ -185,7 +191,7 @@ START_TEST(test_recorder_disk_full)
 	ck_assert_int_eq(mkdir(mnt, 0700), 0);
 	ck_assert_int_eq(mount("tmpfs", mnt, "tmpfs", 0, "size=256k"), 0);
 	snprintf(out, sizeof(out), "%s/full.pftrace", mnt);
-	ck_assert_int_eq(tp_workload_start("tp-diskfull", 2, 2500, &w), 0);
+	ck_assert_int_eq(tp_workload_start("tp-diskfull", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
 	recorder_options_init(&o);
 	o.output = out;
 	o.instance = fx.instance;
@@ -193,7 +199,7 @@ START_TEST(test_recorder_disk_full)
 	o.process_names = false;
 	o.duration_ms = 2000;
 	ck_assert_int_lt(recorder_run(&o), 0);
-	(void)tp_workload_wait(&w);
+	(void)tp_workload_stop(&w);
 	ck_assert(tracefs_restored());
 	/* nothing is left that could pass for a trace */
 	d = opendir(mnt);

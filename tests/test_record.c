@@ -78,12 +78,12 @@ START_TEST(test_record_sched_busy)
 	pid_t workload_pid;
 
 	snprintf(out, sizeof(out), "%s/busy.pftrace", tmpdir);
-	ck_assert_int_eq(tp_workload_start("tp-pingpong", 4, 3000, &w), 0);
+	ck_assert_int_eq(tp_workload_start("tp-pingpong", 4, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
 	base_options(&o, out);
 	o.duration_ms = 2000;
 	ck_assert_int_eq(recorder_run(&o), 0);
 	workload_pid = w.pid;
-	ck_assert_int_eq(tp_workload_wait(&w), 0);
+	ck_assert_int_eq(tp_workload_stop(&w), 0);
 	assert_tracefs_restored();
 
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
@@ -121,14 +121,14 @@ START_TEST(test_record_starved)
 	uint64_t overrun = 0, lost_bundles = 0;
 
 	snprintf(out, sizeof(out), "%s/starved.pftrace", tmpdir);
-	ck_assert_int_eq(tp_workload_start("tp-starve", 4, 3500, &w), 0);
+	ck_assert_int_eq(tp_workload_start("tp-starve", 4, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
 	base_options(&o, out);
 	o.duration_ms = 3000;
 	o.buffer_size_kb = 16;          /* a few pages per CPU */
 	o.drain_period_ms = 1500;       /* and drained rarely */
 	o.process_names = false;
 	ck_assert_int_eq(recorder_run(&o), 0);
-	ck_assert_int_eq(tp_workload_wait(&w), 0);
+	ck_assert_int_eq(tp_workload_stop(&w), 0);
 	assert_tracefs_restored();
 
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
@@ -151,13 +151,13 @@ static double bytes_per_sched_event(const char *out, bool compact, uint64_t *ret
 	struct tp_trace_summary s;
 	uint64_t bundle_bytes = 0;
 
-	ck_assert_int_eq(tp_workload_start(compact ? "tp-compact" : "tp-plain", 2, 1500, &w), 0);
+	ck_assert_int_eq(tp_workload_start(compact ? "tp-compact" : "tp-plain", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
 	base_options(&o, out);
 	o.duration_ms = 1000;
 	o.process_names = false;
 	o.compact_sched = compact;
 	ck_assert_int_eq(recorder_run(&o), 0);
-	ck_assert_int_eq(tp_workload_wait(&w), 0);
+	ck_assert_int_eq(tp_workload_stop(&w), 0);
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
 	for (size_t i = 0; i < s.trace->n_packet; i++) {
 		const Perfetto__Protos__TracePacket *p = s.trace->packet[i];
@@ -285,7 +285,7 @@ START_TEST(test_record_setup_error)
 	/* an instance that does not exist: a clear failure, no file, nothing touched */
 	snprintf(out, sizeof(out), "%s/error.pftrace", tmpdir);
 	base_options(&o, out);
-	o.instance = "tp-no-such-fx.instance";
+	o.instance = "tp-no-such-instance";
 	o.duration_ms = 500;
 	ck_assert_int_ne(recorder_run(&o), 0);
 	ck_assert_int_ne(stat(out, &st), 0);

@@ -14,6 +14,25 @@
 #include "tests/tp_kernel.h"
 #include "util/util.h"
 
+/* children a failed test may leave behind: killed at teardown */
+static pid_t spawned[64];
+
+static void note_spawned(pid_t pid)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(spawned); i++)
+		if (spawned[i] <= 0) {
+			spawned[i] = pid;
+			return;
+		}
+}
+
+static void forget_spawned(pid_t pid)
+{
+	for (size_t i = 0; i < sizeof(spawned) / sizeof(spawned[0]); i++)
+		if (spawned[i] == pid)
+			spawned[i] = 0;
+}
+
 bool tp_kernel_available(void)
 {
 	if (geteuid() != 0)
@@ -169,6 +188,11 @@ int tp_workload_start(const char *comm, unsigned pairs, unsigned ms, struct tp_w
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
+		sigset_t none;
+
+		/* the test may have blocked signals for a recorder it ran */
+		sigemptyset(&none);
+		(void)sigprocmask(SIG_SETMASK, &none, NULL);
 		close(fds[0]);
 		workload_child(comm, pairs, ms, fds[1]);
 	}
@@ -183,7 +207,25 @@ int tp_workload_start(const char *comm, unsigned pairs, unsigned ms, struct tp_w
 		w->tids[w->n_tids++] = tid;
 	}
 	close(fds[0]);
+	note_spawned(pid);
 	return w->n_tids == pairs * 2 ? 0 : -EIO;
+}
+
+int tp_workload_stop(struct tp_workload *w)
+{
+	int status = 0;
+
+	if (w->pid <= 0)
+		return -ECHILD;
+	/* SIGKILL: the child may have inherited a mask that blocks SIGTERM */
+	(void)kill(w->pid, SIGKILL);
+	if (waitpid(w->pid, &status, 0) < 0)
+		return -errno;
+	forget_spawned(w->pid);
+	w->pid = 0;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		return 0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -EIO;
 }
 
 int tp_workload_wait(struct tp_workload *w)
@@ -194,6 +236,7 @@ int tp_workload_wait(struct tp_workload *w)
 		return -ECHILD;
 	if (waitpid(w->pid, &status, 0) < 0)
 		return -errno;
+	forget_spawned(w->pid);
 	w->pid = 0;
 	return status;
 }
@@ -214,6 +257,7 @@ int tp_wait_exit(pid_t pid)
 
 	if (waitpid(pid, &status, 0) != pid)
 		return -1;
+	forget_spawned(pid);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -225,6 +269,15 @@ bool tp_event_enabled(const char *instance_dir, const char *event)
 	snprintf(path, sizeof(path), "%s/set_event", instance_dir);
 	return read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0 &&
 	       strstr(events, event) != NULL;
+}
+
+void tp_kill_spawned(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(spawned); i++) {
+		if (spawned[i] > 0 && kill(spawned[i], SIGKILL) == 0)
+			(void)waitpid(spawned[i], NULL, 0);
+		spawned[i] = 0;
+	}
 }
 
 pid_t tp_spawn_service(const char *bin, const char *sock, const char *cfg, const char *out,
@@ -248,6 +301,8 @@ pid_t tp_spawn_service(const char *bin, const char *sock, const char *cfg, const
 		_exit(127);
 	}
 	close(fds[1]);
+	if (pid > 0)
+		note_spawned(pid);
 	/* it prints "ready" once listening */
 	if (pid < 0 || read(fds[0], line, sizeof(line) - 1) <= 0 || !strstr(line, "ready")) {
 		close(fds[0]);
@@ -270,6 +325,8 @@ pid_t tp_spawn_daemon(const char *bin, const char *sock, const char *state_dir, 
 		execl(bin, bin, "-l", "notice", extra_arg, (char *)NULL);
 		_exit(127);
 	}
+	if (pid > 0)
+		note_spawned(pid);
 	return pid;
 }
 
@@ -306,6 +363,8 @@ int tp_fixture_setup(struct tp_fixture *f, const char *prefix)
 
 void tp_fixture_teardown(struct tp_fixture *f)
 {
+	/* a failed test may leave a daemon holding the instance open */
+	tp_kill_spawned();
 	tp_instance_remove(f->instance);
 	free(f->top_before);
 	free(f->inst_before);

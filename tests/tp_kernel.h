@@ -41,6 +41,16 @@ int tp_workload_start(const char *comm, unsigned pairs, unsigned ms, struct tp_w
 /* wait for it to finish; returns its exit status */
 int tp_workload_wait(struct tp_workload *w);
 
+/*
+ * Stop it now (it runs until then, however long the recorder took to
+ * start: tests stay meaningful on a loaded machine).  Returns 0 if it was
+ * still running or had finished cleanly.
+ */
+int tp_workload_stop(struct tp_workload *w);
+
+/* long enough to outlast any recording a test makes; stopped with tp_workload_stop() */
+#define TP_WORKLOAD_UNTIL_STOPPED 120000u
+
 /* ---- processes, for tests that run the daemon and the service ---------- */
 
 /* polls @cond every 5 ms for up to @ms; the daemon acts on its own schedule */
@@ -62,6 +72,9 @@ pid_t tp_spawn_service(const char *bin, const char *sock, const char *cfg, const
 /* the daemon on @sock with its state in @state_dir; stderr to @stderr_fd if >= 0 */
 pid_t tp_spawn_daemon(const char *bin, const char *sock, const char *state_dir, int stderr_fd,
 		      const char *extra_arg);
+
+/* SIGKILLs whatever tp_spawn_*() started that was not waited for */
+void tp_kill_spawned(void);
 
 /* runs @s in this process (fixtures keep their meaning), then removes @tmpdir */
 int tp_run_suite(Suite *s, const char *tmpdir);
