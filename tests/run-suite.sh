@@ -5,7 +5,7 @@
 # (they are reported as SKIP otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 
 if [ "$(id -u)" = 0 ] && [ ! -e /sys/kernel/tracing/trace ]; then
 	mount -t tracefs nodev /sys/kernel/tracing || true

@@ -71,19 +71,20 @@ START_TEST(test_record_sched_busy)
 {
 	char out[512];
 	struct recorder_options o;
-	struct tp_workload w;
+	struct tp_deferred_workload d;
 	struct tp_trace_summary s;
 	unsigned n_cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t overrun = 0;
 	pid_t workload_pid;
 
 	snprintf(out, sizeof(out), "%s/busy.pftrace", tmpdir);
-	ck_assert_int_eq(tp_workload_start("tp-pingpong", 4, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
+	/* it starts once tracing is on, so the recording sees it run throughout */
+	ck_assert_int_eq(tp_workload_start_deferred(&d, fx.path, "tp-pingpong", 2), 0);
 	base_options(&o, out);
 	o.duration_ms = 2000;
 	ck_assert_int_eq(recorder_run(&o), 0);
-	workload_pid = w.pid;
-	ck_assert_int_eq(tp_workload_stop(&w), 0);
+	workload_pid = d.w.pid;
+	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
 	assert_tracefs_restored();
 
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
@@ -99,13 +100,13 @@ START_TEST(test_record_sched_busy)
 	}
 	/* the default buffer keeps up with this load */
 	ck_assert_uint_eq(overrun, 0);
-	for (size_t i = 0; i < w.n_tids; i++)
-		ck_assert_msg(tp_trace_has_next_pid(&s, w.tids[i]), "tid %d never scheduled in",
-			      (int)w.tids[i]);
+	for (size_t i = 0; i < d.w.n_tids; i++)
+		ck_assert_msg(tp_trace_has_next_pid(&s, d.w.tids[i]), "tid %d never scheduled in",
+			      (int)d.w.tids[i]);
 	check_reconciled(&s, n_cpus);
 	/* process names: the workload's threads belong to its process */
-	for (size_t i = 0; i < w.n_tids; i++)
-		ck_assert_int_eq(tp_trace_thread_tgid(&s, w.tids[i]), workload_pid);
+	for (size_t i = 0; i < d.w.n_tids; i++)
+		ck_assert_int_eq(tp_trace_thread_tgid(&s, d.w.tids[i]), workload_pid);
 	ck_assert_uint_eq(s.packets_with_loss_flag, 0);
 	tp_trace_free(&s);
 }
@@ -115,20 +116,20 @@ START_TEST(test_record_starved)
 {
 	char out[512];
 	struct recorder_options o;
-	struct tp_workload w;
+	struct tp_deferred_workload d;
 	struct tp_trace_summary s;
 	unsigned n_cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t overrun = 0, lost_bundles = 0;
 
 	snprintf(out, sizeof(out), "%s/starved.pftrace", tmpdir);
-	ck_assert_int_eq(tp_workload_start("tp-starve", 4, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
+	ck_assert_int_eq(tp_workload_start_deferred(&d, fx.path, "tp-starve", 3), 0);
 	base_options(&o, out);
 	o.duration_ms = 3000;
 	o.buffer_size_kb = 16;          /* a few pages per CPU */
 	o.drain_period_ms = 1500;       /* and drained rarely */
 	o.process_names = false;
 	ck_assert_int_eq(recorder_run(&o), 0);
-	ck_assert_int_eq(tp_workload_stop(&w), 0);
+	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
 	assert_tracefs_restored();
 
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
@@ -147,17 +148,17 @@ END_TEST
 static double bytes_per_sched_event(const char *out, bool compact, uint64_t *ret_events)
 {
 	struct recorder_options o;
-	struct tp_workload w;
+	struct tp_deferred_workload d;
 	struct tp_trace_summary s;
 	uint64_t bundle_bytes = 0;
 
-	ck_assert_int_eq(tp_workload_start(compact ? "tp-compact" : "tp-plain", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
+	ck_assert_int_eq(tp_workload_start_deferred(&d, fx.path, compact ? "tp-compact" : "tp-plain", 2), 0);
 	base_options(&o, out);
 	o.duration_ms = 1000;
 	o.process_names = false;
 	o.compact_sched = compact;
 	ck_assert_int_eq(recorder_run(&o), 0);
-	ck_assert_int_eq(tp_workload_stop(&w), 0);
+	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
 	for (size_t i = 0; i < s.trace->n_packet; i++) {
 		const Perfetto__Protos__TracePacket *p = s.trace->packet[i];

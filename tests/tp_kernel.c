@@ -378,3 +378,45 @@ bool tp_fixture_restored(const struct tp_fixture *f)
 
 	return top && inst && strcmp(top, f->top_before) == 0 && strcmp(inst, f->inst_before) == 0;
 }
+
+static bool tracing_on_in(const char *dir)
+{
+	_cleanup_free_ char *on = NULL;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/tracing_on", dir);
+	return read_full_file_at(AT_FDCWD, path, 64, &on, NULL) == 0 && on[0] == '1';
+}
+
+static void *deferred_main(void *arg)
+{
+	struct tp_deferred_workload *d = arg;
+
+	d->r = -ETIMEDOUT;
+	for (int i = 0; i < 12000; i++) {
+		if (tp_event_enabled(d->instance_dir, "sched_switch") && tracing_on_in(d->instance_dir)) {
+			d->r = tp_workload_start(d->comm, d->pairs, TP_WORKLOAD_UNTIL_STOPPED, &d->w);
+			break;
+		}
+		usleep(5000);
+	}
+	return NULL;
+}
+
+int tp_workload_start_deferred(struct tp_deferred_workload *d, const char *instance_dir,
+			       const char *comm, unsigned pairs)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->instance_dir, sizeof(d->instance_dir), "%s", instance_dir);
+	snprintf(d->comm, sizeof(d->comm), "%s", comm);
+	d->pairs = pairs;
+	return -pthread_create(&d->thread, NULL, deferred_main, d);
+}
+
+int tp_workload_finish_deferred(struct tp_deferred_workload *d)
+{
+	(void)pthread_join(d->thread, NULL);
+	if (d->r == 0)
+		(void)tp_workload_stop(&d->w);
+	return d->r;
+}

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <check.h>
@@ -95,3 +96,22 @@ int tp_fixture_setup(struct tp_fixture *f, const char *prefix);
 void tp_fixture_teardown(struct tp_fixture *f);
 /* tracefs byte-for-byte as at setup, top level and instance */
 bool tp_fixture_restored(const struct tp_fixture *f);
+
+/*
+ * A workload started from a thread once @instance_dir traces sched_switch,
+ * so that a recording's events come from a workload that ran while it was
+ * on, however long the recorder took to start.
+ */
+struct tp_deferred_workload {
+	pthread_t thread;
+	char instance_dir[256];
+	char comm[16];
+	unsigned pairs;
+	struct tp_workload w;
+	int r;
+};
+
+int tp_workload_start_deferred(struct tp_deferred_workload *d, const char *instance_dir,
+			       const char *comm, unsigned pairs);
+/* joins the thread and stops the workload; returns what tp_workload_start() returned */
+int tp_workload_finish_deferred(struct tp_deferred_workload *d);
