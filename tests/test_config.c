@@ -188,6 +188,45 @@ START_TEST(test_flags_match_example)
 }
 END_TEST
 
+START_TEST(test_binary_config)
+{
+	char err[256], path[] = "/tmp/tp-config-bin-XXXXXX";
+	struct recorder_options o;
+	Perfetto__Protos__TraceConfig *text = NULL, *bin = NULL;
+	uint8_t *buf;
+	size_t len;
+	int fd;
+
+	/* the same config, written as binary protobuf, loads to the same thing */
+	recorder_options_init(&o);
+	ck_assert_int_eq(recorder_config_from_options(&o, &text, err, sizeof(err)), 0);
+	len = perfetto__protos__trace_config__get_packed_size(text);
+	buf = malloc(len);
+	ck_assert_ptr_nonnull(buf);
+	perfetto__protos__trace_config__pack(text, buf);
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write_all(fd, buf, len), 0);
+	close(fd);
+	ck_assert_int_eq(recorder_config_load(path, &bin, err, sizeof(err)), 0);
+	ck_assert_uint_eq(perfetto__protos__trace_config__get_packed_size(bin), len);
+	ck_assert_uint_eq(bin->n_data_sources, text->n_data_sources);
+	ck_assert_uint_eq(bin->duration_ms, text->duration_ms);
+	protobuf_c_message_free_unpacked(&bin->base, NULL);
+	bin = NULL;
+	/* and bytes that are neither: a clear error */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write_all(fd, "\xff\xff\xff\x00garbage", 11), 0);
+	close(fd);
+	ck_assert_int_lt(recorder_config_load(path, &bin, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "neither"));
+	unlink(path);
+	free(buf);
+	protobuf_c_message_free_unpacked(&text->base, NULL);
+}
+END_TEST
+
 START_TEST(test_flags_reject_bad_names)
 {
 	struct recorder_options o;
@@ -244,6 +283,7 @@ int main(void)
 	tcase_add_test(tc, test_pbtxt_depth_bounded);
 	tcase_add_test(tc, test_flags_match_example);
 	tcase_add_test(tc, test_flags_reject_bad_names);
+	tcase_add_test(tc, test_binary_config);
 	tcase_add_test(tc, test_durations_and_sizes);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
