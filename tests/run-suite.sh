@@ -47,7 +47,7 @@ if command -v clang >/dev/null && [ "$FUZZ_SECONDS" -gt 0 ]; then
 	fi
 	ninja -C build-fuzz
 	for f in build-fuzz/tests/fuzz/fuzz_*; do
-		[ -x "$f" ] || continue
+		[ -f "$f" ] && [ -x "$f" ] || continue
 		name=$(basename "$f")
 		corpus=tests/fuzz/corpus/${name#fuzz_}
 		work=$(mktemp -d)
