@@ -326,6 +326,52 @@ START_TEST(test_record_unknown_event)
 }
 END_TEST
 
+/*
+ * drain_buffer_percent: with a drain period far longer than the recording,
+ * only the kernel's wake-ups at 10 % full can keep a small buffer from
+ * overrunning; without them this recording would lose most events.
+ */
+START_TEST(test_record_buffer_percent_wakeups)
+{
+	char cfg_path[512], out[512];
+	struct recorder_options o;
+	struct tp_trace_summary s;
+	struct tp_deferred_workload d;
+	uint64_t overrun = 0;
+	FILE *f;
+
+	snprintf(cfg_path, sizeof(cfg_path), "%s/percent.pbtxt", tmpdir);
+	f = fopen(cfg_path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "buffers { size_kb: 65536 }\n"
+		   "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+		   "  ftrace_events: \"sched/sched_switch\" ftrace_events: \"sched/sched_waking\"\n"
+		   "  buffer_size_kb: 1024 drain_period_ms: 30000 drain_buffer_percent: 10\n"
+		   "  instance_name: \"%s\" } } }\n"
+		   "duration_ms: 1500\n", fx.instance);
+	fclose(f);
+	snprintf(out, sizeof(out), "%s/percent.pftrace", tmpdir);
+	recorder_options_init(&o);
+	o.output = out;
+	o.config_path = cfg_path;
+	o.quiet = true;
+	ck_assert_int_eq(tp_workload_start_deferred(&d, fx.path, "tp-percent", 2), 0);
+	ck_assert_int_eq(recorder_run(&o), 0);
+	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
+	assert_tracefs_restored();
+
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	for (unsigned c = 0; c < s.n_cpus; c++)
+		overrun += s.cpu[c].end_overrun - s.cpu[c].start_overrun;
+	/* a 1 MiB buffer holds ~16k events per CPU: far more came through */
+	ck_assert_msg(s.events > 200000, "%llu events", (unsigned long long)s.events);
+	ck_assert_msg(overrun < s.events / 100, "%llu overrun for %llu events",
+		      (unsigned long long)overrun, (unsigned long long)s.events);
+	check_reconciled(&s, s.n_cpus);
+	tp_trace_free(&s);
+}
+END_TEST
+
 /* writes trace_marker lines into our instance while the recorder runs */
 static void *marker_writer(void *arg)
 {
@@ -426,6 +472,7 @@ int main(void)
 	tcase_add_test(tc, test_record_setup_error);
 	tcase_add_test(tc, test_record_unknown_event);
 	tcase_add_test(tc, test_record_print_filter);
+	tcase_add_test(tc, test_record_buffer_percent_wakeups);
 	suite_add_tcase(s, tc);
 	return tp_run_suite(s, tmpdir);
 }

@@ -408,6 +408,12 @@ enum ftrace_cpu_read_status {
 int ftrace_cpu_open(struct ftrace_tracefs *t, unsigned cpu, size_t page_size, unsigned commit_size,
 		    struct ftrace_cpu **ret);
 struct ftrace_cpu *ftrace_cpu_free(struct ftrace_cpu *c);
+
+/**
+ * ftrace_cpu_fd - the trace_pipe_raw fd (still owned by @c), to poll for
+ * the kernel's buffer_percent wake-up.
+ */
+int ftrace_cpu_fd(const struct ftrace_cpu *c);
 unsigned ftrace_cpu_index(const struct ftrace_cpu *c);
 /* Start of a read pass: the caught-up heuristic never stops on its first page. */
 void ftrace_cpu_begin_pass(struct ftrace_cpu *c);

@@ -28,6 +28,7 @@ struct ftrace_cpu {
 	unsigned commit_offset;
 	unsigned commit_size;
 	size_t pages_this_pass;
+	int fd;                 /* borrowed from tcpu, for poll wake-ups */
 };
 
 int ftrace_cpu_open(struct ftrace_tracefs *t, unsigned cpu, size_t page_size, unsigned commit_size,
@@ -59,9 +60,14 @@ int ftrace_cpu_open(struct ftrace_tracefs *t, unsigned cpu, size_t page_size, un
 		free(c);
 		return r;
 	}
-	TAKE_FD(fd); /* owned by tcpu now: tracefs_cpu_close() closes it */
+	c->fd = TAKE_FD(fd); /* owned by tcpu now: tracefs_cpu_close() closes it */
 	*ret = c;
 	return 0;
+}
+
+int ftrace_cpu_fd(const struct ftrace_cpu *c)
+{
+	return c ? c->fd : -EBADF;
 }
 
 struct ftrace_cpu *ftrace_cpu_free(struct ftrace_cpu *c)

@@ -303,6 +303,7 @@ int ftrace_ds_start(struct ftrace_ds *ds)
 		(void)ftrace_tracefs_deactivate(in->tfs);
 		return r;
 	}
+	ftrace_inst_arm_wake(in);
 	return 0;
 }
 
@@ -400,6 +401,7 @@ struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds)
 			ftrace_tracefs_release_events(in->tfs, ds->cfg->events, ds->cfg->n_events, ds->enabled);
 			(void)ftrace_tracefs_detach(in->tfs);
 		}
+		ftrace_inst_arm_wake(in);
 		ftrace_host_put_inst(in);
 		(void)ftrace_host_update_timer(ds->host);
 	}

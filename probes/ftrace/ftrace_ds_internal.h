@@ -32,6 +32,9 @@ struct ftrace_inst {
 	bool cpus_open;
 	uint8_t *pages;                 /* FTRACE_BATCH_PAGES * page_size */
 	struct ftrace_ds *sessions;     /* attached data sources */
+	/* [n_cpus]: wake-ups when a CPU's buffer reaches buffer_percent */
+	sd_event_source **wake;
+	bool wake_on;
 };
 
 struct ftrace_host {
@@ -42,6 +45,9 @@ struct ftrace_host {
 	struct ftrace_inst *insts;
 	uint32_t period_ms;             /* of the armed timer, 0 if off */
 };
+
+/* ftrace_host.c: (re)arm or stop the buffer_percent wake-ups of @in */
+void ftrace_inst_arm_wake(struct ftrace_inst *in);
 
 struct ftrace_ds {
 	struct ftrace_host *host;

@@ -60,6 +60,10 @@ static struct ftrace_inst *inst_free(struct ftrace_inst *in)
 {
 	if (!in)
 		return NULL;
+	if (in->wake)
+		for (unsigned i = 0; i < in->n_cpus; i++)
+			in->wake[i] = sd_event_source_disable_unref(in->wake[i]);
+	free(in->wake);
 	if (in->cpus)
 		for (unsigned i = 0; i < in->n_cpus; i++)
 			ftrace_cpu_free(in->cpus[i]);
@@ -299,8 +303,10 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	struct ftrace_host *h = userdata;
 	bool more = false;
 
-	for (struct ftrace_inst *in = h->insts; in; in = in->next)
+	for (struct ftrace_inst *in = h->insts; in; in = in->next) {
 		(void)ftrace_inst_read_pass(in, /* flush= */ false, &more);
+		ftrace_inst_arm_wake(in);
+	}
 
 	if (h->period_ms == 0)
 		return 0;
@@ -308,6 +314,66 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	(void)sd_event_source_set_time(s, more ? now_ns(CLOCK_MONOTONIC) / 1000u : next_deadline_usec(h->period_ms));
 	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 	return 0;
+}
+
+/*
+ * drain_buffer_percent: the kernel wakes a poller of trace_pipe_raw once a
+ * CPU's buffer is that full, so a burst is drained at once instead of at the
+ * next tick.  One-shot sources, re-armed after the pass: a pass that found
+ * nothing leaves them off until the next tick, so a poll that keeps
+ * reporting data we cannot read never spins.
+ */
+static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct ftrace_inst *in = userdata;
+	bool more = false;
+	uint64_t before = 0, after = 0;
+
+	for (struct ftrace_ds *ds = in->sessions; ds; ds = ds->next)
+		for (unsigned c = 0; c < in->n_cpus; c++)
+			before += ds->cpu_pass[c].pages;
+	(void)ftrace_inst_read_pass(in, /* flush= */ false, &more);
+	for (struct ftrace_ds *ds = in->sessions; ds; ds = ds->next)
+		for (unsigned c = 0; c < in->n_cpus; c++)
+			after += ds->cpu_pass[c].pages;
+	if (after > before)
+		ftrace_inst_arm_wake(in);
+	return 0;
+}
+
+static bool wants_wake(const struct ftrace_inst *in)
+{
+	for (const struct ftrace_ds *ds = in->sessions; ds; ds = ds->next)
+		if (ds->started && ds->cfg->drain_buffer_percent > 0)
+			return true;
+	return false;
+}
+
+void ftrace_inst_arm_wake(struct ftrace_inst *in)
+{
+	bool on = in->cpus_open && wants_wake(in);
+
+	if (on && !in->wake) {
+		in->wake = calloc(in->n_cpus, sizeof(*in->wake));
+		if (!in->wake)
+			return;
+	}
+	for (unsigned i = 0; in->wake && i < in->n_cpus; i++) {
+		int fd = ftrace_cpu_fd(in->cpus[i]);
+
+		if (!on || fd < 0) {
+			if (in->wake[i])
+				(void)sd_event_source_set_enabled(in->wake[i], SD_EVENT_OFF);
+			continue;
+		}
+		if (!in->wake[i] &&
+		    sd_event_add_io(in->host->event, &in->wake[i], fd, EPOLLIN, on_wake, in) < 0) {
+			in->wake[i] = NULL;
+			continue;
+		}
+		(void)sd_event_source_set_enabled(in->wake[i], SD_EVENT_ONESHOT);
+	}
+	in->wake_on = on;
 }
 
 int ftrace_host_update_timer(struct ftrace_host *h)
