@@ -49,7 +49,23 @@ static void *child_thread_main(void *arg)
 	return NULL;
 }
 
-/* ping-pongs with its named threads, forks a short-lived child midway */
+static volatile sig_atomic_t fork_now, stop_now;
+
+static void on_usr1(int sig)
+{
+	fork_now = 1;
+}
+
+static void on_usr2(int sig)
+{
+	stop_now = 1;
+}
+
+/*
+ * Ping-pongs with its named threads until SIGUSR2 (or @ms), and forks a
+ * short-lived child on SIGUSR1: the test sends that once tracing is on, so
+ * the child's whole life is inside the recording however late it started.
+ */
 static int child_main(unsigned ms, int report_fd)
 {
 	struct child_thread th[N_THREADS];
@@ -74,11 +90,13 @@ static int child_main(unsigned ms, int report_fd)
 		pid_t ready = 0;
 		(void)!write(report_fd, &ready, sizeof(ready));
 	}
-	while (now_ns(CLOCK_MONOTONIC) < end) {
+	signal(SIGUSR1, on_usr1);
+	signal(SIGUSR2, on_usr2);
+	while (!stop_now && now_ns(CLOCK_MONOTONIC) < end) {
 		for (int i = 0; i < N_THREADS; i++)
 			if (write(to[i][1], &c, 1) != 1 || read(from[i][0], &c, 1) != 1)
 				return 3;
-		if (!forked && now_ns(CLOCK_MONOTONIC) + (uint64_t)ms * 500000ull > end) {
+		if (!forked && fork_now) {
 			pid_t pid = fork();
 
 			if (pid == 0) {
@@ -223,8 +241,24 @@ static unsigned check_our_threads(const struct tp_trace_summary *s, pid_t pid)
 	return checked;
 }
 
+static char g_instance_path[256];
+
+/* once our instance traces sched_switch, have the child fork its short-lived child */
+static void *kick_child(void *arg)
+{
+	struct spawned *c = arg;
+
+	for (int i = 0; i < 12000 && !tp_event_enabled(g_instance_path, "sched_switch"); i++)
+		usleep(5000);
+	usleep(500000);
+	kill(c->pid, SIGUSR1);
+	usleep(300000);
+	return NULL;
+}
+
 START_TEST(test_process_names)
 {
+	pthread_t kick;
 	char instance[64], instance_path[256], out[512];
 	struct recorder_options o;
 	struct spawned child;
@@ -235,15 +269,19 @@ START_TEST(test_process_names)
 
 	snprintf(instance, sizeof(instance), "tp-procs-%d", (int)getpid());
 	ck_assert_int_eq(tp_instance_create(instance, instance_path, sizeof(instance_path)), 0);
+	snprintf(g_instance_path, sizeof(g_instance_path), "%s", instance_path);
 	snprintf(out, sizeof(out), "%s/procs.pftrace", tmpdir);
 
-	spawn(2500, &child);
+	spawn(120000, &child);
+	ck_assert_int_eq(pthread_create(&kick, NULL, kick_child, &child), 0);
 	recorder_options_init(&o);
 	o.output = out;
 	o.instance = instance;
 	o.quiet = true;
 	o.duration_ms = 2000;
 	ck_assert_int_eq(recorder_run(&o), 0);
+	pthread_join(kick, NULL);
+	kill(child.pid, SIGUSR2);
 	reap(&child);
 	tp_instance_remove(instance);
 
