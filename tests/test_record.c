@@ -381,11 +381,20 @@ static void *marker_writer(void *arg)
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/trace_marker", fx.path);
-	/* wait until the session turned tracing on */
-	for (int i = 0; i < 500 && !tp_event_enabled(fx.path, "ftrace:print") &&
-			!tp_event_enabled(fx.path, "sched_switch"); i++)
-		usleep(10000);
-	usleep(200000);
+	/* wait until the session turned tracing on: events enabled at setup, then
+	 * tracing_on at start */
+	for (int i = 0; i < 6000 && !tp_event_enabled(fx.path, "sched_switch"); i++)
+		usleep(5000);
+	for (int i = 0; i < 6000; i++) {
+		_cleanup_free_ char *on = NULL;
+		char p[300];
+
+		snprintf(p, sizeof(p), "%s/tracing_on", fx.path);
+		if (read_full_file_at(AT_FDCWD, p, 64, &on, NULL) == 0 && on[0] == '1')
+			break;
+		usleep(5000);
+	}
+	usleep(100000);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
