@@ -106,7 +106,9 @@ void tp_instance_remove(const char *name)
 	char path[256];
 
 	snprintf(path, sizeof(path), TP_TRACEFS "/instances/%s", name);
-	(void)rmdir(path);
+	/* a process that just exited may still hold its files for a moment */
+	for (int i = 0; i < 200 && rmdir(path) < 0 && errno == EBUSY; i++)
+		usleep(10000);
 	for (size_t i = 0; i < ARRAY_SIZE(created); i++)
 		if (strcmp(created[i], name) == 0)
 			created[i][0] = '\0';
