@@ -251,17 +251,8 @@ START_TEST(test_record_sigterm)
 		execl(bin, bin, "record", "-q", "-o", out, "-t", dur, "-i", fx.instance, (char *)NULL);
 		_exit(127);
 	}
-	/* stop it once it is recording: our events are enabled in the instance */
-	for (int i = 0; i < 500; i++) {
-		_cleanup_free_ char *events = NULL;
-		char path[300];
-
-		snprintf(path, sizeof(path), "%s/set_event", fx.path);
-		if (read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0 &&
-		    strstr(events, "sched_switch"))
-			break;
-		usleep(10000);
-	}
+	/* stop it once it is recording */
+	ck_assert(tp_wait_recording(fx.path, 30000));
 	usleep(300000);
 	ck_assert_int_eq(kill(pid, SIGTERM), 0);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
@@ -381,19 +372,7 @@ static void *marker_writer(void *arg)
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/trace_marker", fx.path);
-	/* wait until the session turned tracing on: events enabled at setup, then
-	 * tracing_on at start */
-	for (int i = 0; i < 6000 && !tp_event_enabled(fx.path, "sched_switch"); i++)
-		usleep(5000);
-	for (int i = 0; i < 6000; i++) {
-		_cleanup_free_ char *on = NULL;
-		char p[300];
-
-		snprintf(p, sizeof(p), "%s/tracing_on", fx.path);
-		if (read_full_file_at(AT_FDCWD, p, 64, &on, NULL) == 0 && on[0] == '1')
-			break;
-		usleep(5000);
-	}
+	(void)tp_wait_recording(fx.path, 30000);
 	usleep(100000);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)

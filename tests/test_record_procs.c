@@ -248,9 +248,8 @@ static void *kick_child(void *arg)
 {
 	struct spawned *c = arg;
 
-	for (int i = 0; i < 12000 && !tp_event_enabled(g_instance_path, "sched_switch"); i++)
-		usleep(5000);
-	usleep(500000);
+	(void)tp_wait_recording(g_instance_path, 60000);
+	usleep(200000);
 	kill(c->pid, SIGUSR1);
 	usleep(300000);
 	return NULL;

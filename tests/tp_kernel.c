@@ -390,18 +390,27 @@ static bool tracing_on_in(const char *dir)
 	return read_full_file_at(AT_FDCWD, path, 64, &on, NULL) == 0 && on[0] == '1';
 }
 
+bool tp_wait_recording(const char *instance_dir, unsigned ms)
+{
+	unsigned i = 0;
+
+	for (; i < ms / 5 && !tp_event_enabled(instance_dir, "sched_switch"); i++)
+		usleep(5000);
+	for (; i < ms / 5; i++) {
+		if (tracing_on_in(instance_dir))
+			return true;
+		usleep(5000);
+	}
+	return false;
+}
+
 static void *deferred_main(void *arg)
 {
 	struct tp_deferred_workload *d = arg;
 
 	d->r = -ETIMEDOUT;
-	for (int i = 0; i < 12000; i++) {
-		if (tp_event_enabled(d->instance_dir, "sched_switch") && tracing_on_in(d->instance_dir)) {
-			d->r = tp_workload_start(d->comm, d->pairs, TP_WORKLOAD_UNTIL_STOPPED, &d->w);
-			break;
-		}
-		usleep(5000);
-	}
+	if (tp_wait_recording(d->instance_dir, 60000))
+		d->r = tp_workload_start(d->comm, d->pairs, TP_WORKLOAD_UNTIL_STOPPED, &d->w);
 	return NULL;
 }
 

@@ -60,6 +60,13 @@ bool tp_wait_for(bool (*cond)(void), unsigned ms);
 /* waitpid; returns the exit status, or 128 + signal */
 int tp_wait_exit(pid_t pid);
 
+/*
+ * waits until a session is recording in @instance_dir: sched_switch enabled
+ * (setup, with tracing off) and then tracing_on (start).  Returns: true if so
+ * within @ms.
+ */
+bool tp_wait_recording(const char *instance_dir, unsigned ms);
+
 /* true if @instance_dir/set_event lists @event */
 bool tp_event_enabled(const char *instance_dir, const char *event);
 
