@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * One non-blocking stream connection on an sd-event loop.
+ * One non-blocking stream connection on an event loop (event/).
  *
  * Sending writes straight to the socket while nothing is queued; what the
  * kernel does not take waits in a bounded FIFO of whole allocations until
@@ -57,9 +57,9 @@ struct ipc_channel {
 	size_t sq_bytes;
 	size_t sq_max;
 
-	sd_event *event;
-	sd_event_source *io;
-	sd_event_source *defer;
+	struct event *event;
+	struct event_source *io;
+	struct event_source *defer;
 
 	ipc_channel_frame_cb on_frame;
 	ipc_channel_disconnect_cb on_disconnect;
@@ -90,9 +90,9 @@ static void channel_clear_queue(struct ipc_channel *ch)
 
 static void channel_close(struct ipc_channel *ch)
 {
-	ch->io = sd_event_source_disable_unref(ch->io);
-	ch->defer = sd_event_source_disable_unref(ch->defer);
-	ch->event = sd_event_unref(ch->event);
+	ch->io = event_source_disable_unref(ch->io);
+	ch->defer = event_source_disable_unref(ch->defer);
+	ch->event = event_unref(ch->event);
 	closep(&ch->fd);
 	ch->fd = -EBADF;
 	channel_clear_queue(ch);
@@ -209,7 +209,7 @@ static int channel_update_events(struct ipc_channel *ch)
 		return 0;
 	if (ch->state == CHANNEL_CONNECTING || ch->sq_head)
 		events |= EPOLLOUT;
-	return sd_event_source_set_io_events(ch->io, events);
+	return event_source_set_io_events(ch->io, events);
 }
 
 /* The owner hears of a failure here, from the loop; called once. */
@@ -225,7 +225,7 @@ static void channel_disconnect(struct ipc_channel *ch, int error)
 		cb(ch, error < 0 ? error : -ECONNRESET, ch->userdata);
 }
 
-static int channel_on_defer(sd_event_source *s, void *userdata)
+static int channel_on_defer(struct event_source *s, void *userdata)
 {
 	_cleanup_(channel_unrefp) struct ipc_channel *ch = channel_ref(userdata);
 
@@ -239,10 +239,10 @@ static int channel_arm_defer(struct ipc_channel *ch)
 
 	if (!ch->event || ch->defer)
 		return 0;
-	r = sd_event_add_defer(ch->event, &ch->defer, channel_on_defer, ch);
+	r = event_add_defer(ch->event, &ch->defer, channel_on_defer, ch);
 	if (r < 0)
 		return r;
-	return sd_event_source_set_enabled(ch->defer, SD_EVENT_ONESHOT);
+	return event_source_set_enabled(ch->defer, EVENT_ONESHOT);
 }
 
 void ipc_channel_abort(struct ipc_channel *ch, int error)
@@ -517,7 +517,7 @@ static int channel_finish_connect(struct ipc_channel *ch, uint32_t revents)
 	return channel_update_events(ch);
 }
 
-static int channel_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+static int channel_on_io(struct event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	_cleanup_(channel_unrefp) struct ipc_channel *ch = channel_ref(userdata);
 	int r;
@@ -556,7 +556,7 @@ fail:
 	return 0;
 }
 
-int ipc_channel_attach_event(struct ipc_channel *ch, sd_event *e)
+int ipc_channel_attach_event(struct ipc_channel *ch, struct event *e)
 {
 	int r;
 
@@ -567,16 +567,16 @@ int ipc_channel_attach_event(struct ipc_channel *ch, sd_event *e)
 	if (ch->state == CHANNEL_CLOSED)
 		return -ENOTCONN;
 
-	r = sd_event_add_io(e, &ch->io, ch->fd, EPOLLIN, channel_on_io, ch);
+	r = event_add_io(e, &ch->io, ch->fd, EPOLLIN, channel_on_io, ch);
 	if (r < 0)
 		return r;
-	ch->event = sd_event_ref(e);
+	ch->event = event_ref(e);
 	r = channel_update_events(ch);
 	if (r >= 0 && ch->pending_error)
 		r = channel_arm_defer(ch);
 	if (r < 0) {
-		ch->io = sd_event_source_disable_unref(ch->io);
-		ch->event = sd_event_unref(ch->event);
+		ch->io = event_source_disable_unref(ch->io);
+		ch->event = event_unref(ch->event);
 		return r;
 	}
 	return 0;

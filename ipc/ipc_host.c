@@ -41,14 +41,14 @@ struct host_service {
 
 struct host_listener {
 	int fd;
-	sd_event_source *src;
+	struct event_source *src;
 	char *unlink_path; /* filesystem sockets we created */
 };
 
 struct ipc_host {
 	unsigned n_ref;
 	bool closed;
-	sd_event *event;
+	struct event *event;
 
 	struct host_service *services;
 	size_t n_services;
@@ -117,7 +117,7 @@ static struct ipc_host *host_unref(struct ipc_host *h)
 		host_service_done(&h->services[i]);
 	free(h->services);
 	free(h->listeners);
-	sd_event_unref(h->event);
+	event_unref(h->event);
 	free(h);
 	return NULL;
 }
@@ -418,7 +418,7 @@ static int host_add_conn(struct ipc_host *h, int fd, struct ipc_conn **ret)
 	return 0;
 }
 
-static int host_on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+static int host_on_accept(struct event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	_cleanup_(host_unrefp) struct ipc_host *h = host_ref(userdata);
 
@@ -457,7 +457,7 @@ int ipc_host_new(struct ipc_host **ret)
 
 static void listener_close(struct host_listener *l)
 {
-	l->src = sd_event_source_disable_unref(l->src);
+	l->src = event_source_disable_unref(l->src);
 	closep(&l->fd);
 	l->fd = -EBADF;
 	if (l->unlink_path) {
@@ -483,10 +483,10 @@ struct ipc_host *ipc_host_free(struct ipc_host *h)
 
 static int listener_attach(struct ipc_host *h, struct host_listener *l)
 {
-	return sd_event_add_io(h->event, &l->src, l->fd, EPOLLIN, host_on_accept, h);
+	return event_add_io(h->event, &l->src, l->fd, EPOLLIN, host_on_accept, h);
 }
 
-int ipc_host_attach_event(struct ipc_host *h, sd_event *e)
+int ipc_host_attach_event(struct ipc_host *h, struct event *e)
 {
 	int r;
 
@@ -494,7 +494,7 @@ int ipc_host_attach_event(struct ipc_host *h, sd_event *e)
 		return -EINVAL;
 	if (h->event)
 		return -EBUSY;
-	h->event = sd_event_ref(e);
+	h->event = event_ref(e);
 
 	for (size_t i = 0; i < h->n_listeners; i++) {
 		r = listener_attach(h, &h->listeners[i]);

@@ -10,30 +10,32 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <systemd/sd-daemon.h>
-
+#include "event/event.h"
 #include "probes/daemon.h"
 #include "probes/ftrace/ftrace.h"
 #include "probes/producer.h"
+#include "util/notify.h"
 #include "util/util.h"
 
 #define BACKOFF_MIN_MS 100u
 #define BACKOFF_MAX_MS 30000u
 
 struct daemon {
-	sd_event *event;
+	struct event *event;
 	const char *address;
 	struct ftrace_host *ftrace;
 	struct producer *producer;
-	sd_event_source *retry;
-	sd_event_source *reap;       /* frees a dead producer outside its callbacks */
+	struct event_source *retry;
+	struct event_source *reap;       /* frees a dead producer outside its callbacks */
+	struct event_source *watchdog;
+	uint64_t watchdog_usec;
 	unsigned backoff_ms;
 	unsigned connections;
 };
 
 static int connect_now(struct daemon *d);
 
-static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
+static int on_retry(struct event_source *s, uint64_t usec, void *userdata)
 {
 	(void)connect_now(userdata);
 	return 0;
@@ -43,21 +45,21 @@ static void schedule_retry(struct daemon *d, unsigned delay_ms)
 {
 	int r;
 
-	d->retry = sd_event_source_disable_unref(d->retry);
-	r = sd_event_add_time_relative(d->event, &d->retry, CLOCK_MONOTONIC,
+	d->retry = event_source_disable_unref(d->retry);
+	r = event_add_time_relative(d->event, &d->retry, CLOCK_MONOTONIC,
 				       (uint64_t)delay_ms * 1000, 10 * 1000, on_retry, d);
 	if (r < 0)
 		log_error_errno(r, "Failed to arm the reconnect timer: %m");
 }
 
-static int on_reap(sd_event_source *s, void *userdata)
+static int on_reap(struct event_source *s, void *userdata)
 {
 	struct daemon *d = userdata;
 
-	d->reap = sd_event_source_disable_unref(d->reap);
+	d->reap = event_source_disable_unref(d->reap);
 	/* tears down every session: tracefs goes back to how we found it */
 	d->producer = producer_free(d->producer);
-	(void)sd_notify(0, "STATUS=Waiting for the tracing service");
+	(void)notify_send("STATUS=Waiting for the tracing service");
 	schedule_retry(d, d->backoff_ms);
 	return 0;
 }
@@ -75,7 +77,7 @@ static void on_disconnected(struct producer *p, int error, void *userdata)
 		d->backoff_ms = MIN(d->backoff_ms * 2, BACKOFF_MAX_MS);
 	}
 	d->connections = 0;
-	if (!d->reap && sd_event_add_defer(d->event, &d->reap, on_reap, d) < 0)
+	if (!d->reap && event_add_defer(d->event, &d->reap, on_reap, d) < 0)
 		log_error("Failed to schedule the producer teardown");
 }
 
@@ -87,7 +89,7 @@ static void on_registered(struct producer *p, void *userdata)
 	d->backoff_ms = BACKOFF_MIN_MS;
 	log_info("Connected to the tracing service at %s; data sources linux.ftrace and "
 		 "linux.process_stats registered", d->address);
-	(void)sd_notifyf(0, "READY=1\nSTATUS=Connected to %s", d->address);
+	(void)notify_sendf("READY=1\nSTATUS=Connected to %s", d->address);
 }
 
 static void on_ds_stopped(struct producer *p, const struct producer_ds_report *r, void *userdata)
@@ -108,7 +110,7 @@ static int connect_now(struct daemon *d)
 	};
 	int r;
 
-	d->retry = sd_event_source_disable_unref(d->retry);
+	d->retry = event_source_disable_unref(d->retry);
 	if (d->producer)
 		return 0;
 	r = producer_new(d->event, d->ftrace, &hooks, d, &d->producer);
@@ -124,14 +126,34 @@ static int connect_now(struct daemon *d)
 	return r;
 }
 
-static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+/* Pinged at half the interval, as the service manager's own loops do. */
+static int on_watchdog(struct event_source *s, uint64_t usec, void *userdata)
 {
-	log_info("Received %s, stopping", strsignal((int)si->ssi_signo));
-	(void)sd_notify(0, "STOPPING=1");
-	return sd_event_exit(sd_event_source_get_event(s), 0);
+	struct daemon *d = userdata;
+
+	(void)notify_send("WATCHDOG=1");
+	(void)event_source_set_time(s, usec + d->watchdog_usec / 2);
+	return event_source_set_enabled(s, EVENT_ONESHOT);
 }
 
-static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+static int setup_watchdog(struct daemon *d)
+{
+	int r = notify_watchdog_usec(&d->watchdog_usec);
+
+	if (r <= 0)
+		return r;
+	return event_add_time_relative(d->event, &d->watchdog, CLOCK_MONOTONIC, d->watchdog_usec / 2,
+				       0, on_watchdog, d);
+}
+
+static int on_terminate(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	log_info("Received %s, stopping", strsignal((int)si->ssi_signo));
+	(void)notify_send("STOPPING=1");
+	return event_exit(event_source_get_event(s), 0);
+}
+
+static int on_hup(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct daemon *d = userdata;
 
@@ -168,7 +190,7 @@ int daemon_main(int argc, char **argv)
 		{}
 	};
 	struct daemon d = { .backoff_ms = BACKOFF_MIN_MS };
-	sd_event_source *sigs[4] = {};
+	struct event_source *sigs[4] = {};
 	bool cleanup_only = false;
 	sigset_t mask;
 	int c, r;
@@ -223,15 +245,15 @@ int daemon_main(int argc, char **argv)
 	sigaddset(&mask, SIGPIPE);
 	(void)sigprocmask(SIG_BLOCK, &mask, NULL);
 
-	r = sd_event_default(&d.event);
+	r = event_default(&d.event);
 	if (r >= 0)
-		r = sd_event_add_signal(d.event, &sigs[0], SIGTERM, on_terminate, &d);
+		r = event_add_signal(d.event, &sigs[0], SIGTERM, on_terminate, &d);
 	if (r >= 0)
-		r = sd_event_add_signal(d.event, &sigs[1], SIGINT, on_terminate, &d);
+		r = event_add_signal(d.event, &sigs[1], SIGINT, on_terminate, &d);
 	if (r >= 0)
-		r = sd_event_add_signal(d.event, &sigs[2], SIGHUP, on_hup, &d);
+		r = event_add_signal(d.event, &sigs[2], SIGHUP, on_hup, &d);
 	if (r >= 0)
-		r = sd_event_set_watchdog(d.event, true);
+		r = setup_watchdog(&d);
 	if (r >= 0)
 		r = ftrace_host_new(d.event, &d.ftrace);
 	if (r < 0) {
@@ -240,16 +262,17 @@ int daemon_main(int argc, char **argv)
 	}
 	log_info("traced-probes %s starting; producer socket %s", TP_VERSION, d.address);
 	(void)connect_now(&d);
-	r = sd_event_loop(d.event);
+	r = event_loop(d.event);
 	if (r < 0)
 		log_error_errno(r, "Event loop failed: %m");
 out:
-	d.reap = sd_event_source_disable_unref(d.reap);
-	d.retry = sd_event_source_disable_unref(d.retry);
+	d.reap = event_source_disable_unref(d.reap);
+	d.retry = event_source_disable_unref(d.retry);
+	d.watchdog = event_source_disable_unref(d.watchdog);
 	d.producer = producer_free(d.producer);
 	d.ftrace = ftrace_host_free(d.ftrace);
 	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
-		sigs[i] = sd_event_source_disable_unref(sigs[i]);
-	d.event = sd_event_unref(d.event);
+		sigs[i] = event_source_disable_unref(sigs[i]);
+	d.event = event_unref(d.event);
 	return r < 0 ? 1 : 0;
 }

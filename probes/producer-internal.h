@@ -53,7 +53,7 @@ struct producer_ds {
 };
 
 struct producer {
-	sd_event *event;
+	struct event *event;
 	struct ftrace_host *ftrace;
 	struct producer_hooks hooks;
 	void *userdata;
@@ -68,7 +68,7 @@ struct producer {
 
 	struct smb *smb;
 	void *emulation_buf;
-	sd_event_source *commit_source;   /* deferred commit after a burst of writes */
+	struct event_source *commit_source;   /* deferred commit after a burst of writes */
 	uint64_t pending_flush_id;        /* highest flush to acknowledge */
 	bool in_commit;
 

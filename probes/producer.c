@@ -47,7 +47,7 @@ const char *producer_default_socket(void)
 	return "/tmp/perfetto-producer";
 }
 
-int producer_new(sd_event *e, struct ftrace_host *fh, const struct producer_hooks *hooks,
+int producer_new(struct event *e, struct ftrace_host *fh, const struct producer_hooks *hooks,
 		 void *userdata, struct producer **ret)
 {
 	struct producer *p;
@@ -55,7 +55,7 @@ int producer_new(sd_event *e, struct ftrace_host *fh, const struct producer_hook
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->event = sd_event_ref(e);
+	p->event = event_ref(e);
 	p->ftrace = fh;
 	if (hooks)
 		p->hooks = *hooks;
@@ -71,11 +71,11 @@ struct producer *producer_free(struct producer *p)
 	/* every data source first: they restore tracefs and need the SMB */
 	while (p->instances)
 		producer_ds_destroy(p, p->instances, /* notify= */ false);
-	p->commit_source = sd_event_source_disable_unref(p->commit_source);
+	p->commit_source = event_source_disable_unref(p->commit_source);
 	p->client = ipc_client_free(p->client);
 	p->smb = smb_free(p->smb);
 	free(p->emulation_buf);
-	p->event = sd_event_unref(p->event);
+	p->event = event_unref(p->event);
 	free(p);
 	return NULL;
 }

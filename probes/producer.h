@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <systemd/sd-event.h>
+#include "event/event.h"
 
 struct ftrace_host;
 struct producer;
@@ -47,7 +47,7 @@ struct producer_hooks {
  * producer_new - a producer on event loop @e.  @fh is the process-wide ftrace
  * host (tracefs state shared by every connection's sessions).
  */
-int producer_new(sd_event *e, struct ftrace_host *fh, const struct producer_hooks *hooks,
+int producer_new(struct event *e, struct ftrace_host *fh, const struct producer_hooks *hooks,
 		 void *userdata, struct producer **ret);
 
 /**

@@ -195,11 +195,11 @@ out:
 	return r;
 }
 
-static int on_commit_soon(sd_event_source *s, void *userdata)
+static int on_commit_soon(struct event_source *s, void *userdata)
 {
 	struct producer *p = userdata;
 
-	(void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
+	(void)event_source_set_enabled(s, EVENT_OFF);
 	(void)producer_commit(p, 0);
 	return 0;
 }
@@ -207,12 +207,12 @@ static int on_commit_soon(sd_event_source *s, void *userdata)
 void producer_commit_soon(struct producer *p)
 {
 	if (!p->commit_source) {
-		if (sd_event_add_defer(p->event, &p->commit_source, on_commit_soon, p) < 0) {
+		if (event_add_defer(p->event, &p->commit_source, on_commit_soon, p) < 0) {
 			(void)producer_commit(p, 0);
 			return;
 		}
 	}
-	(void)sd_event_source_set_enabled(p->commit_source, SD_EVENT_ONESHOT);
+	(void)event_source_set_enabled(p->commit_source, EVENT_ONESHOT);
 }
 
 /* Half the SMB is waiting: commit now rather than at the end of the pass. */

@@ -44,7 +44,7 @@ struct recorder {
 	uint64_t svc_cpu_ns;
 
 	/* main thread */
-	sd_event *event;
+	struct event *event;
 	struct ftrace_host *ftrace;
 	struct producer *producer;
 	int producer_error;
@@ -56,10 +56,10 @@ struct recorder {
 
 struct svc_ctx {
 	struct recorder *rec;
-	sd_event *event;
+	struct event *event;
 	struct svc *svc;
 	struct svc_session *session;
-	sd_event_source *register_timeout;
+	struct event_source *register_timeout;
 };
 
 void recorder_options_init(struct recorder_options *o)
@@ -82,7 +82,7 @@ static void on_session_done(struct svc_session *ss, int error, void *userdata)
 
 	ctx->rec->session_error = error;
 	(void)svc_session_get_stats(ss, &ctx->rec->svc_stats);
-	(void)sd_event_exit(ctx->event, 0);
+	(void)event_exit(ctx->event, 0);
 	(void)write(ctx->rec->done_efd, &one, sizeof(one));
 }
 
@@ -93,14 +93,14 @@ static void start_session(struct svc_ctx *ctx)
 
 	if (ctx->session)
 		return;
-	ctx->register_timeout = sd_event_source_disable_unref(ctx->register_timeout);
+	ctx->register_timeout = event_source_disable_unref(ctx->register_timeout);
 	r = svc_session_start(ctx->svc, ctx->rec->cfg, ctx->rec->out_fd, &hooks, ctx, &ctx->session);
 	if (r < 0) {
 		uint64_t one = 1;
 
 		log_error_errno(r, "Failed to start the tracing session: %m");
 		ctx->rec->session_error = r;
-		(void)sd_event_exit(ctx->event, 0);
+		(void)event_exit(ctx->event, 0);
 		(void)write(ctx->rec->done_efd, &one, sizeof(one));
 		return;
 	}
@@ -115,14 +115,14 @@ static void on_producer_change(struct svc *s, void *userdata)
 		start_session(ctx);
 }
 
-static int on_register_timeout(sd_event_source *src, uint64_t usec, void *userdata)
+static int on_register_timeout(struct event_source *src, uint64_t usec, void *userdata)
 {
 	log_warning("Not every data source of the config registered in time; recording what is there");
 	start_session(userdata);
 	return 0;
 }
 
-static int on_stop_request(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+static int on_stop_request(struct event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct svc_ctx *ctx = userdata;
 	uint64_t v;
@@ -138,11 +138,11 @@ static int on_stop_request(sd_event_source *src, int fd, uint32_t revents, void 
 static void *svc_thread_main(void *userdata)
 {
 	struct svc_ctx ctx = { .rec = userdata };
-	sd_event_source *stop_src = NULL;
+	struct event_source *stop_src = NULL;
 	struct timespec ts;
 	int r;
 
-	r = sd_event_new(&ctx.event);
+	r = event_new(&ctx.event);
 	if (r >= 0)
 		r = svc_new(ctx.event, NULL, &ctx.svc);
 	if (r >= 0) {
@@ -150,12 +150,12 @@ static void *svc_thread_main(void *userdata)
 		r = svc_adopt_connection(ctx.svc, TAKE_FD(ctx.rec->svc_sock));
 	}
 	if (r >= 0)
-		r = sd_event_add_io(ctx.event, &stop_src, ctx.rec->stop_efd, EPOLLIN, on_stop_request, &ctx);
+		r = event_add_io(ctx.event, &stop_src, ctx.rec->stop_efd, EPOLLIN, on_stop_request, &ctx);
 	if (r >= 0)
-		r = sd_event_add_time_relative(ctx.event, &ctx.register_timeout, CLOCK_MONOTONIC,
+		r = event_add_time_relative(ctx.event, &ctx.register_timeout, CLOCK_MONOTONIC,
 					       REGISTER_TIMEOUT_US, 0, on_register_timeout, &ctx);
 	if (r >= 0)
-		r = sd_event_loop(ctx.event);
+		r = event_loop(ctx.event);
 	if (r < 0) {
 		uint64_t one = 1;
 
@@ -166,10 +166,10 @@ static void *svc_thread_main(void *userdata)
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
 		ctx.rec->svc_cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	ctx.session = svc_session_free(ctx.session);
-	ctx.register_timeout = sd_event_source_disable_unref(ctx.register_timeout);
-	stop_src = sd_event_source_disable_unref(stop_src);
+	ctx.register_timeout = event_source_disable_unref(ctx.register_timeout);
+	stop_src = event_source_disable_unref(stop_src);
 	ctx.svc = svc_free(ctx.svc);
-	ctx.event = sd_event_unref(ctx.event);
+	ctx.event = event_unref(ctx.event);
 	return NULL;
 }
 
@@ -182,7 +182,7 @@ static void request_stop(struct recorder *rec)
 	(void)write(rec->stop_efd, &one, sizeof(one));
 }
 
-static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+static int on_signal(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct recorder *rec = userdata;
 
@@ -193,17 +193,17 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	} else {
 		log_warning("Aborting: the trace file will be incomplete");
 		rec->session_error = -EINTR;
-		(void)sd_event_exit(sd_event_source_get_event(s), 0);
+		(void)event_exit(event_source_get_event(s), 0);
 	}
 	return 0;
 }
 
-static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+static int on_done(struct event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	uint64_t v;
 
 	(void)read(fd, &v, sizeof(v));
-	return sd_event_exit(sd_event_source_get_event(s), 0);
+	return event_exit(event_source_get_event(s), 0);
 }
 
 static void on_ds_stopped(struct producer *p, const struct producer_ds_report *r, void *userdata)
@@ -311,7 +311,7 @@ int recorder_run(const struct recorder_options *o)
 {
 	struct recorder rec = { .opts = o, .out_fd = -EBADF, .svc_sock = -EBADF, .stop_efd = -EBADF,
 				.done_efd = -EBADF };
-	sd_event_source *sig_int = NULL, *sig_term = NULL, *done_src = NULL;
+	struct event_source *sig_int = NULL, *sig_term = NULL, *done_src = NULL;
 	char err[512] = "";
 	int sv[2] = { -EBADF, -EBADF };
 	sigset_t mask;
@@ -346,13 +346,13 @@ int recorder_run(const struct recorder_options *o)
 	}
 	rec.svc_sock = sv[1];
 
-	r = sd_event_new(&rec.event);
+	r = event_new(&rec.event);
 	if (r >= 0)
-		r = sd_event_add_signal(rec.event, &sig_int, SIGINT, on_signal, &rec);
+		r = event_add_signal(rec.event, &sig_int, SIGINT, on_signal, &rec);
 	if (r >= 0)
-		r = sd_event_add_signal(rec.event, &sig_term, SIGTERM, on_signal, &rec);
+		r = event_add_signal(rec.event, &sig_term, SIGTERM, on_signal, &rec);
 	if (r >= 0)
-		r = sd_event_add_io(rec.event, &done_src, rec.done_efd, EPOLLIN, on_done, &rec);
+		r = event_add_io(rec.event, &done_src, rec.done_efd, EPOLLIN, on_done, &rec);
 	if (r >= 0)
 		r = ftrace_host_new(rec.event, &rec.ftrace);
 	if (r >= 0) {
@@ -381,7 +381,7 @@ int recorder_run(const struct recorder_options *o)
 		fprintf(stderr, "Recording for %.1f s into %s (Ctrl-C to stop early)...\n",
 			(double)(rec.cfg->has_duration_ms ? rec.cfg->duration_ms : 0) / 1000.0, o->output);
 	rec.start_ns = now_ns(CLOCK_MONOTONIC);
-	r = sd_event_loop(rec.event);
+	r = event_loop(rec.event);
 	rec.end_ns = now_ns(CLOCK_MONOTONIC);
 	if (r < 0)
 		log_error_errno(r, "Event loop failed: %m");
@@ -424,10 +424,10 @@ out:
 		(void)finish_output(&rec, false);
 	rec.producer = producer_free(rec.producer);
 	rec.ftrace = ftrace_host_free(rec.ftrace);
-	sig_int = sd_event_source_disable_unref(sig_int);
-	sig_term = sd_event_source_disable_unref(sig_term);
-	done_src = sd_event_source_disable_unref(done_src);
-	rec.event = sd_event_unref(rec.event);
+	sig_int = event_source_disable_unref(sig_int);
+	sig_term = event_source_disable_unref(sig_term);
+	done_src = event_source_disable_unref(done_src);
+	rec.event = event_unref(rec.event);
 	if (sv[0] >= 0)
 		(void)close(sv[0]);
 	if (rec.svc_sock >= 0)

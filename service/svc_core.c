@@ -71,12 +71,12 @@ static int on_invoke(struct ipc_conn *conn, uint32_t method_id, const uint8_t *a
 	return svc_producer_call(p, method_id, args, len, reply);
 }
 
-static int on_out_defer(sd_event_source *es, void *userdata)
+static int on_out_defer(struct event_source *es, void *userdata)
 {
 	struct svc *s = userdata;
 	struct svc_producer *p, *next;
 
-	(void)sd_event_source_set_enabled(es, SD_EVENT_OFF);
+	(void)event_source_set_enabled(es, EVENT_OFF);
 	for (p = s->producers_head; p; p = next) {
 		next = p->producers_next;
 		svc_producer_flush_outbox(p);
@@ -87,10 +87,10 @@ static int on_out_defer(sd_event_source *es, void *userdata)
 void svc_producer_queue(struct svc_producer *p, struct svc_out *out)
 {
 	SVC_LIST_APPEND(outs, p, out);
-	(void)sd_event_source_set_enabled(p->svc->out_defer, SD_EVENT_ONESHOT);
+	(void)event_source_set_enabled(p->svc->out_defer, EVENT_ONESHOT);
 }
 
-int svc_new(sd_event *e, const struct svc_options *o, struct svc **ret)
+int svc_new(struct event *e, const struct svc_options *o, struct svc **ret)
 {
 	_cleanup_(svc_freep) struct svc *s = NULL;
 	int r;
@@ -100,7 +100,7 @@ int svc_new(sd_event *e, const struct svc_options *o, struct svc **ret)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->event = sd_event_ref(e);
+	s->event = event_ref(e);
 	if (o)
 		s->opts = *o;
 	if (s->opts.max_producers == 0 || s->opts.max_producers > SVC_MAX_PRODUCER_ID)
@@ -108,11 +108,11 @@ int svc_new(sd_event *e, const struct svc_options *o, struct svc **ret)
 	if (s->opts.snapshot_interval_ms == 0)
 		s->opts.snapshot_interval_ms = SVC_DEFAULT_SNAPSHOT_MS;
 
-	r = sd_event_add_defer(e, &s->out_defer, on_out_defer, s);
+	r = event_add_defer(e, &s->out_defer, on_out_defer, s);
 	if (r < 0)
 		return r;
-	(void)sd_event_source_set_enabled(s->out_defer, SD_EVENT_OFF);
-	(void)sd_event_source_set_description(s->out_defer, "svc-out");
+	(void)event_source_set_enabled(s->out_defer, EVENT_OFF);
+	(void)event_source_set_description(s->out_defer, "svc-out");
 
 	r = ipc_host_new(&s->host);
 	if (r < 0)
@@ -152,8 +152,8 @@ struct svc *svc_free(struct svc *s)
 		SVC_LIST_REMOVE(sessions, s, ss);
 		ss->svc = NULL;
 	}
-	s->out_defer = sd_event_source_disable_unref(s->out_defer);
-	sd_event_unref(s->event);
+	s->out_defer = event_source_disable_unref(s->out_defer);
+	event_unref(s->event);
 	free(s);
 	return NULL;
 }

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <systemd/sd-event.h>
+#include "event/event.h"
 
 #include <string.h>
 
@@ -192,7 +192,7 @@ struct svc_flush {
 	bool success;
 	uint16_t *producers;        /* still to ack */
 	size_t n_producers;
-	sd_event_source *timer;
+	struct event_source *timer;
 	void (*cb)(struct svc_session *ss, bool ok, void *userdata);
 	void *userdata;
 	bool final;                 /* the flush before stopping */
@@ -240,15 +240,15 @@ struct svc_session {
 	uint64_t max_file_size;
 	int final_flush_outcome;  /* 0 unspecified, 1 ok, 2 failed */
 
-	sd_event_source *duration_timer;
-	sd_event_source *stop_timer;
-	sd_event_source *flush_period_timer;
-	sd_event_source *clear_timer;
-	sd_event_source *snapshot_timer;
-	sd_event_source *all_started_timer;
-	sd_event_source *flush_defer;   /* completes acked / timed out flushes */
-	sd_event_source *end_defer;     /* disables after a write error / size cap */
-	sd_event_source *done_defer;    /* runs the done hook */
+	struct event_source *duration_timer;
+	struct event_source *stop_timer;
+	struct event_source *flush_period_timer;
+	struct event_source *clear_timer;
+	struct event_source *snapshot_timer;
+	struct event_source *all_started_timer;
+	struct event_source *flush_defer;   /* completes acked / timed out flushes */
+	struct event_source *end_defer;     /* disables after a write error / size cap */
+	struct event_source *done_defer;    /* runs the done hook */
 	bool write_stopped;
 	bool end_immediately;
 	bool released;                  /* buffers handed back */
@@ -311,10 +311,10 @@ struct svc_producer {
 };
 
 struct svc {
-	sd_event *event;
+	struct event *event;
 	struct svc_options opts;
 	struct ipc_host *host;
-	sd_event_source *out_defer;
+	struct event_source *out_defer;
 
 	SVC_LIST_HEAD(struct svc_producer, producers);
 	SVC_LIST_HEAD(struct svc_ds_reg, regs);

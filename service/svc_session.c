@@ -33,21 +33,21 @@ static void finalize(struct svc_session *ss);
 
 /* ---- small helpers -------------------------------------------------------- */
 
-static int arm_timer(struct svc_session *ss, sd_event_source **src, uint64_t ms,
-		     sd_event_time_handler_t cb, void *userdata)
+static int arm_timer(struct svc_session *ss, struct event_source **src, uint64_t ms,
+		     event_time_handler_t cb, void *userdata)
 {
-	*src = sd_event_source_disable_unref(*src);
-	return sd_event_add_time_relative(ss->svc->event, src, CLOCK_MONOTONIC, ms * 1000, 1000, cb,
+	*src = event_source_disable_unref(*src);
+	return event_add_time_relative(ss->svc->event, src, CLOCK_MONOTONIC, ms * 1000, 1000, cb,
 					  userdata);
 }
 
-static int rearm(sd_event_source *es, uint64_t ms)
+static int rearm(struct event_source *es, uint64_t ms)
 {
-	int r = sd_event_source_set_time_relative(es, ms * 1000);
+	int r = event_source_set_time_relative(es, ms * 1000);
 
 	if (r < 0)
 		return r;
-	return sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
+	return event_source_set_enabled(es, EVENT_ONESHOT);
 }
 
 /* traced aligns periodic tasks to multiples of the period on the wall clock. */
@@ -58,18 +58,18 @@ static uint64_t aligned_delay_ms(uint32_t period_ms)
 	return period_ms - wall_ms % period_ms;
 }
 
-static int arm_defer(struct svc_session *ss, sd_event_source **src, sd_event_handler_t cb)
+static int arm_defer(struct svc_session *ss, struct event_source **src, event_handler_t cb)
 {
 	int r;
 
 	if (!ss->svc)
 		return -ESHUTDOWN;
 	if (!*src) {
-		r = sd_event_add_defer(ss->svc->event, src, cb, ss);
+		r = event_add_defer(ss->svc->event, src, cb, ss);
 		if (r < 0)
 			return r;
 	}
-	return sd_event_source_set_enabled(*src, SD_EVENT_ONESHOT);
+	return event_source_set_enabled(*src, EVENT_ONESHOT);
 }
 
 static void *copy_message(const ProtobufCMessage *m)
@@ -104,7 +104,7 @@ static int send_simple(struct svc_producer *p, Perfetto__Protos__GetAsyncCommand
 
 /* ---- output ----------------------------------------------------------- */
 
-static int on_end_defer(sd_event_source *es, void *userdata)
+static int on_end_defer(struct event_source *es, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
@@ -546,7 +546,7 @@ static struct svc_flush *flush_free(struct svc_flush *f)
 {
 	if (!f)
 		return NULL;
-	sd_event_source_disable_unref(f->timer);
+	event_source_disable_unref(f->timer);
 	free(f->producers);
 	free(f);
 	return NULL;
@@ -554,7 +554,7 @@ static struct svc_flush *flush_free(struct svc_flush *f)
 
 static void final_flush_done(struct svc_session *ss, bool ok);
 
-static int on_flush_defer(sd_event_source *es, void *userdata)
+static int on_flush_defer(struct event_source *es, void *userdata)
 {
 	struct svc_session *ss = userdata;
 	struct svc_flush *f;
@@ -600,7 +600,7 @@ static void flush_complete_later(struct svc_flush *f, bool success)
 {
 	f->completed = true;
 	f->success = success;
-	f->timer = sd_event_source_disable_unref(f->timer);
+	f->timer = event_source_disable_unref(f->timer);
 	(void)arm_defer(f->session, &f->session->flush_defer, on_flush_defer);
 }
 
@@ -614,7 +614,7 @@ static bool inst_of_pending_producer(const struct svc_ds_inst *i, const void *ar
 	return false;
 }
 
-static int on_flush_timeout(sd_event_source *es, uint64_t usec, void *userdata)
+static int on_flush_timeout(struct event_source *es, uint64_t usec, void *userdata)
 {
 	struct svc_flush *f = userdata;
 	struct svc_session *ss = f->session;
@@ -728,7 +728,7 @@ int svc_session_flush(struct svc_session *ss, void (*cb)(struct svc_session *ss,
 
 /* ---- stopping --------------------------------------------------------- */
 
-static int on_done_defer(sd_event_source *es, void *userdata)
+static int on_done_defer(struct event_source *es, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
@@ -756,12 +756,12 @@ static void release_buffers(struct svc_session *ss)
 
 static void stop_timers(struct svc_session *ss)
 {
-	ss->duration_timer = sd_event_source_disable_unref(ss->duration_timer);
-	ss->stop_timer = sd_event_source_disable_unref(ss->stop_timer);
-	ss->flush_period_timer = sd_event_source_disable_unref(ss->flush_period_timer);
-	ss->clear_timer = sd_event_source_disable_unref(ss->clear_timer);
-	ss->snapshot_timer = sd_event_source_disable_unref(ss->snapshot_timer);
-	ss->all_started_timer = sd_event_source_disable_unref(ss->all_started_timer);
+	ss->duration_timer = event_source_disable_unref(ss->duration_timer);
+	ss->stop_timer = event_source_disable_unref(ss->stop_timer);
+	ss->flush_period_timer = event_source_disable_unref(ss->flush_period_timer);
+	ss->clear_timer = event_source_disable_unref(ss->clear_timer);
+	ss->snapshot_timer = event_source_disable_unref(ss->snapshot_timer);
+	ss->all_started_timer = event_source_disable_unref(ss->all_started_timer);
 }
 
 /* traced's DisableTracingNotifyConsumerAndFlushFile, plus the final read. */
@@ -802,7 +802,7 @@ static void finalize(struct svc_session *ss)
 		(void)arm_defer(ss, &ss->done_defer, on_done_defer);
 }
 
-static int on_stop_timeout(sd_event_source *es, uint64_t usec, void *userdata)
+static int on_stop_timeout(struct event_source *es, uint64_t usec, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
@@ -835,7 +835,7 @@ static void disable_tracing(struct svc_session *ss, bool immediately)
 	for (struct svc_ds_inst *i = ss->insts_head; i; i = i->insts_next)
 		if (i->state != SVC_DS_STOPPED && i->state != SVC_DS_STOPPING)
 			stop_ds(i, immediately);
-	ss->snapshot_timer = sd_event_source_disable_unref(ss->snapshot_timer);
+	ss->snapshot_timer = event_source_disable_unref(ss->snapshot_timer);
 	if (all_stopped(ss)) {
 		finalize(ss);
 		return;
@@ -872,7 +872,7 @@ int svc_session_stop(struct svc_session *ss)
 
 /* ---- periodic tasks --------------------------------------------------- */
 
-static int on_duration(sd_event_source *es, uint64_t usec, void *userdata)
+static int on_duration(struct event_source *es, uint64_t usec, void *userdata)
 {
 	(void)es;
 	(void)usec;
@@ -880,7 +880,7 @@ static int on_duration(sd_event_source *es, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static int on_snapshot(sd_event_source *es, uint64_t usec, void *userdata)
+static int on_snapshot(struct event_source *es, uint64_t usec, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
@@ -896,7 +896,7 @@ static int on_snapshot(sd_event_source *es, uint64_t usec, void *userdata)
 	return rearm(es, ss->svc->opts.snapshot_interval_ms);
 }
 
-static int on_flush_period(sd_event_source *es, uint64_t usec, void *userdata)
+static int on_flush_period(struct event_source *es, uint64_t usec, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
@@ -908,7 +908,7 @@ static int on_flush_period(sd_event_source *es, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static int on_clear_period(sd_event_source *es, uint64_t usec, void *userdata)
+static int on_clear_period(struct event_source *es, uint64_t usec, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
@@ -944,7 +944,7 @@ static bool inst_not_started(const struct svc_ds_inst *i, const void *arg)
 	return i->state != SVC_DS_STARTED;
 }
 
-static int on_all_started_timeout(sd_event_source *es, uint64_t usec, void *userdata)
+static int on_all_started_timeout(struct event_source *es, uint64_t usec, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
@@ -1191,9 +1191,9 @@ struct svc_session *svc_session_free(struct svc_session *ss)
 		flush_free(f);
 	}
 	stop_timers(ss);
-	ss->flush_defer = sd_event_source_disable_unref(ss->flush_defer);
-	ss->end_defer = sd_event_source_disable_unref(ss->end_defer);
-	ss->done_defer = sd_event_source_disable_unref(ss->done_defer);
+	ss->flush_defer = event_source_disable_unref(ss->flush_defer);
+	ss->end_defer = event_source_disable_unref(ss->end_defer);
+	ss->done_defer = event_source_disable_unref(ss->done_defer);
 	if (s && (ss->sessions_prev || s->sessions_head == ss))
 		SVC_LIST_REMOVE(sessions, s, ss);
 	if (ss->config)
@@ -1221,7 +1221,7 @@ void svc_session_abort_all(struct svc *s)
 			disable_tracing(ss, /* immediately= */ true);
 			finalize(ss);
 		}
-		ss->done_defer = sd_event_source_disable_unref(ss->done_defer);
+		ss->done_defer = event_source_disable_unref(ss->done_defer);
 		ss->done_notified = true;
 		if (ss->hooks.done)
 			ss->hooks.done(ss, ss->error, ss->userdata);

@@ -190,7 +190,7 @@ END_TEST
 /* ---- two sessions at once, service and producer in this process -------- */
 
 struct two {
-	sd_event *e;
+	struct event *e;
 	int done;
 	char events_after_first[4096];
 };
@@ -208,7 +208,7 @@ static void on_session_done(struct svc_session *ss, int error, void *userdata)
 		if (read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0)
 			snprintf(t->events_after_first, sizeof(t->events_after_first), "%s", events);
 	} else {
-		(void)sd_event_exit(t->e, 0);
+		(void)event_exit(t->e, 0);
 	}
 }
 
@@ -249,7 +249,7 @@ START_TEST(test_two_sessions)
 	fd_b = open(out_b, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	ck_assert(fd_a >= 0 && fd_b >= 0);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	ck_assert_int_ge(sd_event_new(&t.e), 0);
+	ck_assert_int_ge(event_new(&t.e), 0);
 	ck_assert_int_ge(svc_new(t.e, NULL, &svc), 0);
 	ck_assert_int_ge(svc_adopt_connection(svc, sv[1]), 0);
 	setenv("TRACED_PROBES_STATE_DIR", state_dir, 1);
@@ -259,7 +259,7 @@ START_TEST(test_two_sessions)
 	ck_assert_int_ge(svc_session_start(svc, cfg_a, fd_a, &hooks, &t, &a), 0);
 	ck_assert_int_ge(svc_session_start(svc, cfg_b, fd_b, &hooks, &t, &b), 0);
 	ck_assert_int_eq(tp_workload_start("tp-two", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
-	ck_assert_int_ge(sd_event_loop(t.e), 0);
+	ck_assert_int_ge(event_loop(t.e), 0);
 	ck_assert_int_eq(t.done, 2);
 
 	/* stopping the first left the second's event on, and only that */
@@ -271,7 +271,7 @@ START_TEST(test_two_sessions)
 	p = producer_free(p);
 	fh = ftrace_host_free(fh);
 	svc = svc_free(svc);
-	t.e = sd_event_unref(t.e);
+	t.e = event_unref(t.e);
 	close(fd_a);
 	close(fd_b);
 	(void)tp_workload_stop(&w);

@@ -210,12 +210,12 @@ static bool workload_done(struct tp_workload *w)
 }
 
 /* Run the event loop (drain timer) until the workload ends. */
-static void run_until_done(sd_event *e, struct tp_workload *w)
+static void run_until_done(struct event *e, struct tp_workload *w)
 {
 	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + 60ull * 1000000000ull;
 
 	while (!workload_done(w)) {
-		ck_assert_int_ge(sd_event_run(e, 20 * 1000), 0);
+		ck_assert_int_ge(event_run(e, 20 * 1000), 0);
 		ck_assert_uint_lt(now_ns(CLOCK_MONOTONIC), deadline);
 	}
 }
@@ -288,12 +288,12 @@ static void record(uint32_t kb, uint32_t drain_ms, unsigned pairs, unsigned ms, 
 	const struct ftrace_ds_hooks hooks = { .pass_done = on_pass };
 	struct ftrace_host *h = NULL;
 	struct ftrace_ds *ds = NULL;
-	sd_event *e = NULL;
+	struct event *e = NULL;
 	char *err = NULL;
 	int rr;
 
 	rec_init(r, 1);
-	ck_assert_int_ge(sd_event_new(&e), 0);
+	ck_assert_int_ge(event_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
 	rr = ftrace_ds_setup(h, 1, 1, &cfg, r->w[0], &hooks, r, &ds, &err);
 	ck_assert_msg(rr == 0, "setup: %d %s", rr, err ? err : "");
@@ -308,7 +308,7 @@ static void record(uint32_t kb, uint32_t drain_ms, unsigned pairs, unsigned ms, 
 	ck_assert_int_eq(ftrace_ds_get_summary(ds, ret_sum), 0);
 	ftrace_ds_free(ds);
 	ftrace_host_free(h);
-	sd_event_unref(e);
+	event_unref(e);
 	rec_finish(r);
 	load(r, 0, s);
 }
@@ -390,13 +390,13 @@ START_TEST(test_two_sessions_one_instance)
 	struct ftrace_host *h = NULL;
 	struct ftrace_ds *a = NULL, *b = NULL;
 	struct tp_workload wl;
-	sd_event *e = NULL;
+	struct event *e = NULL;
 	char *err = NULL, *v;
 	uint64_t a_sw = 0, a_wk = 0, b_sw = 0, b_wk = 0;
 	struct rec r;
 
 	rec_init(&r, 2);
-	ck_assert_int_ge(sd_event_new(&e), 0);
+	ck_assert_int_ge(event_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
 	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &ca, r.w[0], &hooks, &r, &a, &err), 0);
 	ck_assert_int_eq(ftrace_ds_setup(h, 2, 2, &cb, r.w[1], &hooks, &r, &b, &err), 0);
@@ -426,7 +426,7 @@ START_TEST(test_two_sessions_one_instance)
 	}
 	ftrace_ds_free(b);
 	ftrace_host_free(h);
-	sd_event_unref(e);
+	event_unref(e);
 	rec_finish(&r);
 	load(&r, 0, &sa);
 	load(&r, 1, &sb);
@@ -469,7 +469,7 @@ START_TEST(test_unknown_events_in_stats)
 	struct ftrace_host *h = NULL;
 	struct ftrace_ds *ds = NULL;
 	Perfetto__Protos__Trace *t;
-	sd_event *e = NULL;
+	struct event *e = NULL;
 	bool found_start = false, found_end = false;
 	struct rec r;
 
@@ -478,7 +478,7 @@ START_TEST(test_unknown_events_in_stats)
 	cfg.has_disable_generic_events = true;
 	cfg.disable_generic_events = true;
 	rec_init(&r, 1);
-	ck_assert_int_ge(sd_event_new(&e), 0);
+	ck_assert_int_ge(event_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
 	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, r.w[0], NULL, NULL, &ds, NULL), 0);
 	{
@@ -490,7 +490,7 @@ START_TEST(test_unknown_events_in_stats)
 	ck_assert_int_eq(ftrace_ds_start(ds), 0);
 	ck_assert_int_eq(ftrace_ds_flush(ds), 0);
 	ftrace_host_free(h); /* frees ds too */
-	sd_event_unref(e);
+	event_unref(e);
 	rec_finish(&r);
 
 	t = perfetto__protos__trace__unpack(NULL, r.trace_len[0], (const uint8_t *)r.trace[0]);
@@ -544,7 +544,7 @@ START_TEST(test_mono_raw_clock_fields)
 	struct ftrace_ds *ds = NULL;
 	Perfetto__Protos__Trace *t;
 	struct tp_workload wl;
-	sd_event *e = NULL;
+	struct event *e = NULL;
 	size_t bundles = 0;
 	char *v;
 	struct rec r;
@@ -558,7 +558,7 @@ START_TEST(test_mono_raw_clock_fields)
 	cfg.has_use_monotonic_raw_clock = true;
 	cfg.use_monotonic_raw_clock = true;
 	rec_init(&r, 1);
-	ck_assert_int_ge(sd_event_new(&e), 0);
+	ck_assert_int_ge(event_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
 	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, r.w[0], &hooks, &r, &ds, NULL), 0);
 	v = inst_file("trace_clock");
@@ -570,7 +570,7 @@ START_TEST(test_mono_raw_clock_fields)
 	ck_assert_int_eq(ftrace_ds_flush(ds), 0);
 	ftrace_ds_free(ds);
 	ftrace_host_free(h);
-	sd_event_unref(e);
+	event_unref(e);
 	rec_finish(&r);
 
 	t = perfetto__protos__trace__unpack(NULL, r.trace_len[0], (const uint8_t *)r.trace[0]);
@@ -604,7 +604,7 @@ START_TEST(test_preserve_buffer)
 	struct ftrace_host *h = NULL;
 	struct ftrace_ds *ds = NULL;
 	Perfetto__Protos__Trace *t;
-	sd_event *e = NULL;
+	struct event *e = NULL;
 	char *clock_before = inst_file("trace_clock"), *size_before = inst_file("buffer_size_kb"), *v;
 	char p[600];
 	bool preserve_start = false;
@@ -622,7 +622,7 @@ START_TEST(test_preserve_buffer)
 	cfg.preserve_ftrace_buffer = true;
 	events[0] = "ftrace/print";
 	rec_init(&r, 1);
-	ck_assert_int_ge(sd_event_new(&e), 0);
+	ck_assert_int_ge(event_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
 	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, r.w[0], NULL, NULL, &ds, NULL), 0);
 	v = inst_file("trace_clock");
@@ -635,7 +635,7 @@ START_TEST(test_preserve_buffer)
 	ck_assert_int_eq(ftrace_ds_flush(ds), 0);
 	ftrace_ds_free(ds);
 	ftrace_host_free(h);
-	sd_event_unref(e);
+	event_unref(e);
 	rec_finish(&r);
 
 	t = perfetto__protos__trace__unpack(NULL, r.trace_len[0], (const uint8_t *)r.trace[0]);

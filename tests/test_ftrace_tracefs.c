@@ -668,7 +668,7 @@ static int setup_ds(const char *instance, char **events, size_t n, struct ftrace
 {
 	Perfetto__Protos__FtraceConfig cfg = PERFETTO__PROTOS__FTRACE_CONFIG__INIT;
 	struct ftrace_host *h = NULL;
-	sd_event *e = NULL;
+	struct event *e = NULL;
 	int r;
 
 	cfg.instance_name = (char *)instance;
@@ -676,14 +676,14 @@ static int setup_ds(const char *instance, char **events, size_t n, struct ftrace
 	cfg.n_ftrace_events = n;
 	cfg.has_buffer_size_kb = true;
 	cfg.buffer_size_kb = 256;
-	ck_assert_int_ge(sd_event_default(&e), 0);
+	ck_assert_int_ge(event_default(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
 	/* setup does not write packets: a dummy writer pointer is fine */
 	r = ftrace_ds_setup(h, 1, 1, &cfg, (struct smb_writer *)0x1, NULL, NULL, ret, err);
 	if (r < 0)
 		h = ftrace_host_free(h);
 	*ret_host = h;
-	sd_event_unref(e);
+	event_unref(e);
 	return r;
 }
 

@@ -33,7 +33,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <systemd/sd-event.h>
+#include "event/event.h"
 
 struct smb_writer;
 struct ftrace_pidset;
@@ -57,7 +57,7 @@ struct ftrace_ds;
  *
  * Returns: 0 or -ENOMEM.
  */
-int ftrace_host_new(sd_event *e, struct ftrace_host **ret);
+int ftrace_host_new(struct event *e, struct ftrace_host **ret);
 
 /**
  * ftrace_host_free - free every data source still attached (callers must drop

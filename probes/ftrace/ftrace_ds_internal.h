@@ -6,7 +6,7 @@
  * state it keeps, and the data sources attached to it.
  */
 
-#include <systemd/sd-event.h>
+#include "event/event.h"
 
 #include "probes/ftrace/ftrace.h"
 #include "probes/ftrace/ftrace_control.h"
@@ -33,13 +33,13 @@ struct ftrace_inst {
 	uint8_t *pages;                 /* FTRACE_BATCH_PAGES * page_size */
 	struct ftrace_ds *sessions;     /* attached data sources */
 	/* [n_cpus]: wake-ups when a CPU's buffer reaches buffer_percent */
-	sd_event_source **wake;
+	struct event_source **wake;
 	bool wake_on;
 };
 
 struct ftrace_host {
-	sd_event *event;
-	sd_event_source *timer;
+	struct event *event;
+	struct event_source *timer;
 	char *root;                     /* tracefs mount, found on first use */
 	char *state_dir;
 	struct ftrace_inst *insts;

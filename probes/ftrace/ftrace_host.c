@@ -16,7 +16,7 @@
 #include "smb/smb.h"
 #include "util/util.h"
 
-int ftrace_host_new(sd_event *e, struct ftrace_host **ret)
+int ftrace_host_new(struct event *e, struct ftrace_host **ret)
 {
 	struct ftrace_host *h;
 
@@ -30,7 +30,7 @@ int ftrace_host_new(sd_event *e, struct ftrace_host **ret)
 		free(h);
 		return -ENOMEM;
 	}
-	h->event = sd_event_ref(e);
+	h->event = event_ref(e);
 	*ret = h;
 	return 0;
 }
@@ -48,8 +48,8 @@ struct ftrace_host *ftrace_host_free(struct ftrace_host *h)
 		else
 			ftrace_host_put_inst(in);
 	}
-	h->timer = sd_event_source_disable_unref(h->timer);
-	sd_event_unref(h->event);
+	h->timer = event_source_disable_unref(h->timer);
+	event_unref(h->event);
 	free(h->root);
 	free(h->state_dir);
 	free(h);
@@ -62,7 +62,7 @@ static struct ftrace_inst *inst_free(struct ftrace_inst *in)
 		return NULL;
 	if (in->wake)
 		for (unsigned i = 0; i < in->n_cpus; i++)
-			in->wake[i] = sd_event_source_disable_unref(in->wake[i]);
+			in->wake[i] = event_source_disable_unref(in->wake[i]);
 	free(in->wake);
 	if (in->cpus)
 		for (unsigned i = 0; i < in->n_cpus; i++)
@@ -298,7 +298,7 @@ static uint64_t next_deadline_usec(uint32_t period_ms)
 	return now_ns(CLOCK_MONOTONIC) / 1000u + delay_ms * 1000u;
 }
 
-static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+static int on_timer(struct event_source *s, uint64_t usec, void *userdata)
 {
 	struct ftrace_host *h = userdata;
 	bool more = false;
@@ -311,8 +311,8 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	if (h->period_ms == 0)
 		return 0;
 	/* A CPU still had data: go again at once instead of waiting a period. */
-	(void)sd_event_source_set_time(s, more ? now_ns(CLOCK_MONOTONIC) / 1000u : next_deadline_usec(h->period_ms));
-	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	(void)event_source_set_time(s, more ? now_ns(CLOCK_MONOTONIC) / 1000u : next_deadline_usec(h->period_ms));
+	(void)event_source_set_enabled(s, EVENT_ONESHOT);
 	return 0;
 }
 
@@ -323,7 +323,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
  * nothing leaves them off until the next tick, so a poll that keeps
  * reporting data we cannot read never spins.
  */
-static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+static int on_wake(struct event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct ftrace_inst *in = userdata;
 	bool more = false;
@@ -363,15 +363,15 @@ void ftrace_inst_arm_wake(struct ftrace_inst *in)
 
 		if (!on || fd < 0) {
 			if (in->wake[i])
-				(void)sd_event_source_set_enabled(in->wake[i], SD_EVENT_OFF);
+				(void)event_source_set_enabled(in->wake[i], EVENT_OFF);
 			continue;
 		}
 		if (!in->wake[i] &&
-		    sd_event_add_io(in->host->event, &in->wake[i], fd, EPOLLIN, on_wake, in) < 0) {
+		    event_add_io(in->host->event, &in->wake[i], fd, EPOLLIN, on_wake, in) < 0) {
 			in->wake[i] = NULL;
 			continue;
 		}
-		(void)sd_event_source_set_enabled(in->wake[i], SD_EVENT_ONESHOT);
+		(void)event_source_set_enabled(in->wake[i], EVENT_ONESHOT);
 	}
 	in->wake_on = on;
 }
@@ -384,25 +384,25 @@ int ftrace_host_update_timer(struct ftrace_host *h)
 	if (p == 0) {
 		h->period_ms = 0;
 		if (h->timer)
-			(void)sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+			(void)event_source_set_enabled(h->timer, EVENT_OFF);
 		return 0;
 	}
 	if (p == h->period_ms && h->timer)
 		return 0;
 	if (!h->timer) {
-		/* 1 ms accuracy: sd-event's default (250 ms) would swallow short periods. */
-		r = sd_event_add_time(h->event, &h->timer, CLOCK_MONOTONIC, next_deadline_usec(p), 1000, on_timer, h);
+		/* 1 ms accuracy: a coarse timer would swallow short periods. */
+		r = event_add_time(h->event, &h->timer, CLOCK_MONOTONIC, next_deadline_usec(p), 1000, on_timer, h);
 		if (r < 0) {
 			h->timer = NULL;
 			return r;
 		}
-		(void)sd_event_source_set_description(h->timer, "ftrace-drain");
+		(void)event_source_set_description(h->timer, "ftrace-drain");
 	} else {
-		r = sd_event_source_set_time(h->timer, next_deadline_usec(p));
+		r = event_source_set_time(h->timer, next_deadline_usec(p));
 		if (r < 0)
 			return r;
 	}
-	r = sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
+	r = event_source_set_enabled(h->timer, EVENT_ONESHOT);
 	if (r < 0)
 		return r;
 	h->period_ms = p;

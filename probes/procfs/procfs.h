@@ -21,7 +21,7 @@
  * { timestamp(8) = CLOCK_BOOTTIME at scan start, [incremental_state_cleared
  * (41)], process_tree(2) | process_stats(9) { ..., collection_end_timestamp } }.
  *
- * Everything runs on the caller's sd-event loop thread; nothing here is
+ * Everything runs on the caller's event loop thread; nothing here is
  * thread-safe.  Functions return >= 0 on success and -errno on failure and
  * never log above debug.
  */
@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <systemd/sd-event.h>
+#include "event/event.h"
 
 struct pbw;
 struct smb_writer;
@@ -91,7 +91,7 @@ struct procfs_ds_stats {
  *     100; the cache is cleared every max(ttl / poll, 1) ticks.
  * Returns: 0, -EINVAL, -ENOMEM.
  */
-int procfs_ds_setup(sd_event *e, uint64_t instance_id, uint64_t tracing_session_id,
+int procfs_ds_setup(struct event *e, uint64_t instance_id, uint64_t tracing_session_id,
 		    const struct Perfetto__Protos__ProcessStatsConfig *cfg, struct smb_writer *w,
 		    struct procfs_ds **ret);
 
@@ -99,7 +99,7 @@ int procfs_ds_setup(sd_event *e, uint64_t instance_id, uint64_t tracing_session_
  * procfs_ds_setup_sink - as procfs_ds_setup(), writing through @sink
  * (copied).
  */
-int procfs_ds_setup_sink(sd_event *e, uint64_t instance_id, uint64_t tracing_session_id,
+int procfs_ds_setup_sink(struct event *e, uint64_t instance_id, uint64_t tracing_session_id,
 			 const struct Perfetto__Protos__ProcessStatsConfig *cfg,
 			 const struct procfs_sink *sink, struct procfs_ds **ret);
 

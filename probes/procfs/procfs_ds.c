@@ -45,7 +45,7 @@ static void apply_config(struct procfs_ds *ds, const Perfetto__Protos__ProcessSt
 	}
 }
 
-int procfs_ds_setup_sink(sd_event *e, uint64_t instance_id, uint64_t tracing_session_id,
+int procfs_ds_setup_sink(struct event *e, uint64_t instance_id, uint64_t tracing_session_id,
 			 const Perfetto__Protos__ProcessStatsConfig *cfg,
 			 const struct procfs_sink *sink, struct procfs_ds **ret)
 {
@@ -72,7 +72,7 @@ int procfs_ds_setup_sink(sd_event *e, uint64_t instance_id, uint64_t tracing_ses
 		return -EINVAL;
 	}
 	if (e)
-		ds->event = sd_event_ref(e);
+		ds->event = event_ref(e);
 
 	hz = sysconf(_SC_CLK_TCK);
 	ds->ns_per_tick = hz > 0 ? UINT64_C(1000000000) / (uint64_t)hz : UINT64_C(10000000);
@@ -113,15 +113,15 @@ static uint64_t next_tick_delay_us(uint32_t period_ms)
 	return (uint64_t)(period_ms - wall_ms % period_ms) * 1000;
 }
 
-static int on_poll_timer(sd_event_source *s, uint64_t usec, void *userdata)
+static int on_poll_timer(struct event_source *s, uint64_t usec, void *userdata)
 {
 	struct procfs_ds *ds = userdata;
 	int r;
 
 	/* Re-arm first so that a slow scan does not shift the next tick. */
-	r = sd_event_source_set_time_relative(s, next_tick_delay_us(ds->poll_ms));
+	r = event_source_set_time_relative(s, next_tick_delay_us(ds->poll_ms));
 	if (r >= 0)
-		r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+		r = event_source_set_enabled(s, EVENT_ONESHOT);
 	if (r < 0)
 		log_debug_errno(r, "procfs: cannot re-arm the poll timer: %m");
 
@@ -146,11 +146,11 @@ int procfs_ds_start(struct procfs_ds *ds)
 
 	if (ds->poll_ms > 0) {
 		/* The first tick runs on the next loop iteration, as a posted task. */
-		r = sd_event_add_time_relative(ds->event, &ds->poll_timer, CLOCK_MONOTONIC, 0,
+		r = event_add_time_relative(ds->event, &ds->poll_timer, CLOCK_MONOTONIC, 0,
 					       1000, on_poll_timer, ds);
 		if (r < 0)
 			return r;
-		(void)sd_event_source_set_description(ds->poll_timer, "procfs-poll");
+		(void)event_source_set_description(ds->poll_timer, "procfs-poll");
 	}
 
 	if (ds->scan_on_start)
@@ -211,8 +211,8 @@ struct procfs_ds *procfs_ds_free(struct procfs_ds *ds)
 {
 	if (!ds)
 		return NULL;
-	ds->poll_timer = sd_event_source_disable_unref(ds->poll_timer);
-	ds->event = sd_event_unref(ds->event);
+	ds->poll_timer = event_source_disable_unref(ds->poll_timer);
+	ds->event = event_unref(ds->event);
 	if (ds->root.fd >= 0)
 		procfs_root_done(&ds->root);
 	procfs_pidset_done(&ds->seen);

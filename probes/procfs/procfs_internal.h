@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <systemd/sd-event.h>
+#include "event/event.h"
 
 #include "probes/procfs/procfs.h"
 #include "smb/pbw.h"
@@ -283,8 +283,8 @@ void procfs_cache_done(struct procfs_cache *c);
 /* ---- data source (procfs_ds.c, procfs_tree.c, procfs_stats.c) ----------- */
 
 struct procfs_ds {
-	sd_event *event;
-	sd_event_source *poll_timer;
+	struct event *event;
+	struct event_source *poll_timer;
 	uint64_t instance_id;
 	uint64_t tracing_session_id;
 

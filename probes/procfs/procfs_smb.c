@@ -24,7 +24,7 @@ static void smb_flush(void *userdata)
 	smb_writer_flush(userdata);
 }
 
-int procfs_ds_setup(sd_event *e, uint64_t instance_id, uint64_t tracing_session_id,
+int procfs_ds_setup(struct event *e, uint64_t instance_id, uint64_t tracing_session_id,
 		    const struct Perfetto__Protos__ProcessStatsConfig *cfg, struct smb_writer *w,
 		    struct procfs_ds **ret)
 {

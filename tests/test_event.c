@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The event loop (event/) and the service manager notifications (util/notify.h). */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "event/event.h"
+#include "util/notify.h"
+#include "util/util.h"
+
+struct rec {
+	char log[64];
+	size_t n;
+	uint32_t revents;
+	int ret;                        /* what handlers return */
+	struct event_source *victim;    /* freed by the first handler that runs */
+	struct event_source **victim_ref;
+};
+
+static void rec_add(struct rec *r, char c)
+{
+	if (r->n + 1 < sizeof(r->log))
+		r->log[r->n++] = c;
+	r->log[r->n] = '\0';
+}
+
+static int on_io(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct rec *r = userdata;
+	uint64_t v;
+
+	rec_add(r, 'i');
+	r->revents = revents;
+	(void)read(fd, &v, sizeof(v));
+	if (r->victim_ref && *r->victim_ref)
+		*r->victim_ref = event_source_disable_unref(*r->victim_ref);
+	return r->ret;
+}
+
+static int on_time_a(struct event_source *s, uint64_t usec, void *userdata)
+{
+	rec_add(userdata, 'a');
+	return 0;
+}
+
+static int on_time_b(struct event_source *s, uint64_t usec, void *userdata)
+{
+	rec_add(userdata, 'b');
+	return 0;
+}
+
+static int on_defer(struct event_source *s, void *userdata)
+{
+	struct rec *r = userdata;
+
+	rec_add(r, 'd');
+	return r->ret;
+}
+
+static int on_defer_exit(struct event_source *s, void *userdata)
+{
+	rec_add(userdata, 'x');
+	return event_exit(event_source_get_event(s), 42);
+}
+
+static int on_signal(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct rec *r = userdata;
+
+	rec_add(r, 's');
+	r->revents = si->ssi_signo;
+	return 0;
+}
+
+static int on_self_unref(struct event_source *s, void *userdata)
+{
+	struct event_source **self = userdata;
+
+	*self = event_source_disable_unref(*self);
+	return 0;
+}
+
+/* Runs until nothing more is dispatched within @ms. */
+static void run_idle(struct event *e, unsigned ms)
+{
+	while (event_run(e, (uint64_t)ms * 1000) > 0)
+		;
+}
+
+START_TEST(test_io)
+{
+	_cleanup_(event_unrefp) struct event *e = NULL;
+	struct event_source *s = NULL;
+	struct rec r = {};
+	uint64_t one = 1;
+	int efd;
+
+	ck_assert_int_eq(event_new(&e), 0);
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ck_assert_int_ge(efd, 0);
+	ck_assert_int_eq(event_add_io(e, &s, efd, EPOLLIN, on_io, &r), 0);
+	ck_assert_int_eq(event_run(e, 1000), 0); /* nothing ready: times out */
+	ck_assert_int_eq(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	ck_assert_int_eq(event_run(e, 1000000), 1);
+	ck_assert_str_eq(r.log, "i");
+	ck_assert_uint_eq(r.revents & EPOLLIN, EPOLLIN);
+
+	/* ONESHOT: once, then off until enabled again */
+	ck_assert_int_eq(event_source_set_enabled(s, EVENT_ONESHOT), 0);
+	ck_assert_int_eq(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	ck_assert_int_eq(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	run_idle(e, 10);
+	ck_assert_str_eq(r.log, "ii");
+	ck_assert_int_eq(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	run_idle(e, 10);
+	ck_assert_str_eq(r.log, "ii");
+	ck_assert_int_eq(event_source_set_enabled(s, EVENT_ON), 0);
+	run_idle(e, 10);
+	ck_assert_str_eq(r.log, "iii");
+
+	/* a failing handler switches its source off */
+	r.ret = -EIO;
+	ck_assert_int_eq(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	run_idle(e, 10);
+	ck_assert_int_eq(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	run_idle(e, 10);
+	ck_assert_str_eq(r.log, "iiii");
+
+	/* EPOLLOUT through set_io_events */
+	r.ret = 0;
+	ck_assert_int_eq(event_source_set_io_events(s, EPOLLOUT), 0);
+	ck_assert_int_eq(event_source_set_enabled(s, EVENT_ONESHOT), 0);
+	ck_assert_int_eq(event_run(e, 1000000), 1);
+	ck_assert_uint_eq(r.revents & EPOLLOUT, EPOLLOUT);
+
+	s = event_source_disable_unref(s);
+	ck_assert_ptr_null(s);
+	close(efd);
+}
+END_TEST
+
+START_TEST(test_time_order_and_rearm)
+{
+	_cleanup_(event_unrefp) struct event *e = NULL;
+	struct event_source *a = NULL, *b = NULL;
+	struct rec r = {};
+	uint64_t t0;
+
+	ck_assert_int_eq(event_new(&e), 0);
+	/* b is due before a although added after it */
+	ck_assert_int_eq(event_add_time_relative(e, &a, CLOCK_MONOTONIC, 30000, 0, on_time_a, &r), 0);
+	ck_assert_int_eq(event_add_time_relative(e, &b, CLOCK_MONOTONIC, 10000, 0, on_time_b, &r), 0);
+	t0 = now_ns(CLOCK_MONOTONIC);
+	while (r.n < 2)
+		ck_assert_int_ge(event_run(e, 1000000), 0);
+	ck_assert_str_eq(r.log, "ba");
+	ck_assert_uint_ge(now_ns(CLOCK_MONOTONIC) - t0, 29000000u);
+	/* timers are ONESHOT: nothing more */
+	run_idle(e, 50);
+	ck_assert_str_eq(r.log, "ba");
+
+	/* re-armed in the past: due at once; a moved deadline cancels a pending one */
+	ck_assert_int_eq(event_source_set_time(a, 1), 0);
+	ck_assert_int_eq(event_source_set_enabled(a, EVENT_ONESHOT), 0);
+	ck_assert_int_eq(event_run(e, 1000000), 1);
+	ck_assert_str_eq(r.log, "baa");
+	ck_assert_int_eq(event_source_set_time_relative(b, 3600ull * 1000000), 0);
+	ck_assert_int_eq(event_source_set_enabled(b, EVENT_ONESHOT), 0);
+	ck_assert_int_eq(event_run(e, 20000), 0);
+	ck_assert_str_eq(r.log, "baa");
+
+	ck_assert_int_eq(event_add_time(e, NULL, CLOCK_REALTIME, 0, 0, on_time_a, &r), -EOPNOTSUPP);
+	a = event_source_disable_unref(a);
+	b = event_source_disable_unref(b);
+}
+END_TEST
+
+START_TEST(test_defer_and_exit)
+{
+	_cleanup_(event_unrefp) struct event *e = NULL;
+	struct event_source *d = NULL, *x = NULL;
+	struct rec r = {};
+
+	ck_assert_int_eq(event_new(&e), 0);
+	/* defer sources start ONESHOT */
+	ck_assert_int_eq(event_add_defer(e, &d, on_defer, &r), 0);
+	run_idle(e, 10);
+	ck_assert_str_eq(r.log, "d");
+	/* ON: every iteration, and the loop does not sleep meanwhile */
+	ck_assert_int_eq(event_source_set_enabled(d, EVENT_ON), 0);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(event_run(e, 10ull * 1000000), 1);
+	ck_assert_str_eq(r.log, "dddddd");
+	ck_assert_int_eq(event_source_set_enabled(d, EVENT_OFF), 0);
+	ck_assert_int_eq(event_run(e, 1000), 0);
+
+	/* event_loop() returns the exit code */
+	ck_assert_int_eq(event_add_defer(e, &x, on_defer_exit, &r), 0);
+	ck_assert_int_eq(event_loop(e), 42);
+	ck_assert_str_eq(r.log, "ddddddx");
+	ck_assert_int_eq(event_run(e, 1000), 0); /* exit requested: nothing runs */
+	d = event_source_disable_unref(d);
+	x = event_source_disable_unref(x);
+}
+END_TEST
+
+START_TEST(test_signal)
+{
+	_cleanup_(event_unrefp) struct event *e = NULL;
+	struct event_source *s = NULL;
+	struct rec r = {};
+	sigset_t mask, old;
+
+	ck_assert_int_eq(event_new(&e), 0);
+	/* not blocked: it would be delivered, not read */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGUSR2);
+	ck_assert_int_eq(pthread_sigmask(SIG_UNBLOCK, &mask, NULL), 0);
+	ck_assert_int_eq(event_add_signal(e, NULL, SIGUSR2, on_signal, &r), -EBUSY);
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGUSR1);
+	ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, &mask, &old), 0);
+	ck_assert_int_eq(event_add_signal(e, &s, SIGUSR1, on_signal, &r), 0);
+	ck_assert_int_eq(event_add_signal(e, NULL, SIGUSR1, on_signal, &r), -EBUSY);
+	ck_assert_int_eq(kill(getpid(), SIGUSR1), 0);
+	ck_assert_int_eq(event_run(e, 1000000), 1);
+	ck_assert_str_eq(r.log, "s");
+	ck_assert_uint_eq(r.revents, SIGUSR1);
+	/* gone with its source: a new one can be added */
+	s = event_source_disable_unref(s);
+	ck_assert_int_eq(event_add_signal(e, NULL, SIGUSR1, on_signal, &r), 0);
+	ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, &old, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_free_while_pending)
+{
+	struct event *e = NULL;
+	struct event_source *a = NULL, *b = NULL, *self = NULL;
+	struct rec ra = {}, rb = {};
+	uint64_t one = 1;
+	int fa, fb;
+
+	ck_assert_int_eq(event_new(&e), 0);
+	fa = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	fb = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ck_assert_int_ge(fa, 0);
+	ck_assert_int_ge(fb, 0);
+	ck_assert_int_eq(event_add_io(e, &a, fa, EPOLLIN, on_io, &ra), 0);
+	ck_assert_int_eq(event_add_io(e, &b, fb, EPOLLIN, on_io, &rb), 0);
+	/* both ready in one poll; whichever runs first frees the other */
+	ra.victim_ref = &b;
+	rb.victim_ref = &a;
+	ck_assert_int_eq(write(fa, &one, sizeof(one)), (ssize_t)sizeof(one));
+	ck_assert_int_eq(write(fb, &one, sizeof(one)), (ssize_t)sizeof(one));
+	run_idle(e, 10);
+	ck_assert_uint_eq(ra.n + rb.n, 1);
+	ck_assert(!a != !b);
+
+	/* a source freeing itself from its own handler */
+	ck_assert_int_eq(event_add_defer(e, &self, on_self_unref, &self), 0);
+	run_idle(e, 10);
+	ck_assert_ptr_null(self);
+
+	/* a floating source goes with the loop; the held one keeps the loop alive */
+	ck_assert_int_eq(event_add_defer(e, NULL, on_defer, &ra), 0);
+	a = event_source_disable_unref(a);
+	e = event_unref(e);
+	b = event_source_disable_unref(b);
+	close(fa);
+	close(fb);
+}
+END_TEST
+
+static void *default_in_thread(void *arg)
+{
+	struct event *e = NULL;
+
+	if (event_default(&e) < 0)
+		return NULL;
+	*(struct event **)arg = e;
+	(void)event_unref(e);
+	return NULL;
+}
+
+START_TEST(test_default_per_thread)
+{
+	struct event *a = NULL, *b = NULL, *t = NULL;
+	pthread_t th;
+
+	ck_assert_int_eq(event_default(&a), 0);
+	ck_assert_int_eq(event_default(&b), 0);
+	ck_assert_ptr_eq(a, b);
+	ck_assert_int_eq(pthread_create(&th, NULL, default_in_thread, &t), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_ptr_ne(t, a);
+	(void)event_unref(b);
+	(void)event_unref(a);
+}
+END_TEST
+
+/* ---- notify ---------------------------------------------------------------- */
+
+static int bind_dgram(struct sockaddr_un *sa, socklen_t len)
+{
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)sa, len), 0);
+	return fd;
+}
+
+START_TEST(test_notify)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[] = "/tmp/tp-notify-XXXXXX", path[96], buf[128], name[64];
+	uint64_t usec = 0;
+	ssize_t n;
+	int fd;
+
+	ck_assert_int_eq(unsetenv("NOTIFY_SOCKET"), 0);
+	ck_assert_int_eq(notify_send("READY=1"), 0);
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	(void)snprintf(path, sizeof(path), "%s/notify", dir);
+	strcpy(sa.sun_path, path);
+	fd = bind_dgram(&sa, sizeof(sa));
+	ck_assert_int_eq(setenv("NOTIFY_SOCKET", path, 1), 0);
+	ck_assert_int_eq(notify_sendf("READY=1\nSTATUS=%s", "up"), 1);
+	n = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_str_eq(buf, "READY=1\nSTATUS=up");
+	close(fd);
+	unlink(path);
+	rmdir(dir);
+
+	/* abstract namespace */
+	(void)snprintf(name, sizeof(name), "@tp-notify-%d", (int)getpid());
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path + 1, name + 1, strlen(name) - 1);
+	fd = bind_dgram(&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name)));
+	ck_assert_int_eq(setenv("NOTIFY_SOCKET", name, 1), 0);
+	ck_assert_int_eq(notify_send("STOPPING=1"), 1);
+	n = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	ck_assert_int_eq(n, 10);
+	close(fd);
+
+	ck_assert_int_eq(setenv("NOTIFY_SOCKET", "relative/path", 1), 0);
+	ck_assert_int_eq(notify_send("READY=1"), -EAFNOSUPPORT);
+	ck_assert_int_eq(unsetenv("NOTIFY_SOCKET"), 0);
+
+	/* watchdog: for this pid only */
+	ck_assert_int_eq(unsetenv("WATCHDOG_PID"), 0);
+	ck_assert_int_eq(unsetenv("WATCHDOG_USEC"), 0);
+	ck_assert_int_eq(notify_watchdog_usec(&usec), 0);
+	ck_assert_int_eq(setenv("WATCHDOG_USEC", "3000000", 1), 0);
+	ck_assert_int_eq(notify_watchdog_usec(&usec), 1);
+	ck_assert_uint_eq(usec, 3000000);
+	(void)snprintf(buf, sizeof(buf), "%d", (int)getpid() + 1);
+	ck_assert_int_eq(setenv("WATCHDOG_PID", buf, 1), 0);
+	ck_assert_int_eq(notify_watchdog_usec(&usec), 0);
+	(void)snprintf(buf, sizeof(buf), "%d", (int)getpid());
+	ck_assert_int_eq(setenv("WATCHDOG_PID", buf, 1), 0);
+	ck_assert_int_eq(notify_watchdog_usec(&usec), 1);
+	ck_assert_int_eq(setenv("WATCHDOG_USEC", "soon", 1), 0);
+	ck_assert_int_lt(notify_watchdog_usec(&usec), 0);
+	ck_assert_int_eq(unsetenv("WATCHDOG_USEC"), 0);
+	ck_assert_int_eq(unsetenv("WATCHDOG_PID"), 0);
+}
+END_TEST
+
+static Suite *event_suite(void)
+{
+	Suite *s = suite_create("event");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_io);
+	tcase_add_test(tc, test_time_order_and_rearm);
+	tcase_add_test(tc, test_defer_and_exit);
+	tcase_add_test(tc, test_signal);
+	tcase_add_test(tc, test_free_while_pending);
+	tcase_add_test(tc, test_default_per_thread);
+	tcase_add_test(tc, test_notify);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(event_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
