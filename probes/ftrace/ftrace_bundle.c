@@ -46,8 +46,19 @@ enum {
  * bits: most events name a pid seen a few events before, and the set
  * answers "already there" anyway, so a hit skips a call that would change
  * nothing.  The set is cleared only between calls.
+ *
+ * Each slot also guesses the comm index of its pid for compact_sched:
+ * the index last interned for it, checked against the comm table before
+ * use (ftrace_compact_comm_at()), so a stale guess only costs the hash
+ * lookup it would have cost anyway.
  */
-#define PID_CACHE_SLOTS 64u
+#define PID_CACHE_SLOTS 256u
+#define PID_NO_COMM UINT32_MAX
+
+struct pid_slot {
+	int32_t pid;
+	uint32_t comm;
+};
 
 /* State of one parse_pages call. */
 struct bundler {
@@ -60,7 +71,7 @@ struct bundler {
 	struct ftrace_pass_stats *stats;
 	bool dyn_used;                  /* some dyn_used bit is set */
 	int packets;
-	int32_t pid_cache[PID_CACHE_SLOTS];
+	struct pid_slot pid_cache[PID_CACHE_SLOTS];
 	struct pbw scratch;
 	uint8_t scratch_buf[SCRATCH_SIZE];
 };
@@ -109,9 +120,20 @@ static void write_descriptors(struct bundler *b)
 
 static void bundle_close(struct bundler *b)
 {
+	struct ftrace_compact_buf *cb = b->p->cb;
+
 	if (!b->w)
 		return;
-	ftrace_compact_buf_write(b->p->cb, b->w);
+	if (b->stats) {
+		/* Compact entries are counted here rather than one by one:
+		 * each is stored in an open bundle, and every bundle is
+		 * closed before the pass returns. */
+		b->stats->records += cb->n_sw + cb->n_wk;
+		b->stats->events += cb->n_sw + cb->n_wk;
+		b->stats->compact_switch += cb->n_sw;
+		b->stats->compact_waking += cb->n_wk;
+	}
+	ftrace_compact_buf_write(cb, b->w);
 	if (b->dyn_used)
 		write_descriptors(b);
 	pbw_end_nested(b->w);
@@ -148,13 +170,20 @@ static void write_error(struct bundler *b, uint64_t ts, enum ftrace_parse_status
 	}
 }
 
+static inline struct pid_slot *pid_slot(struct bundler *b, int32_t pid)
+{
+	return &b->pid_cache[(uint32_t)pid & (PID_CACHE_SLOTS - 1)];
+}
+
+/* Give @pid to the pidset unless this call already did. */
 static inline void note_pid(struct bundler *b, int32_t pid)
 {
-	uint32_t slot = (uint32_t)pid & (PID_CACHE_SLOTS - 1);
+	struct pid_slot *s = pid_slot(b, pid);
 
-	if (b->pid_cache[slot] == pid)
+	if (s->pid == pid)
 		return;
-	b->pid_cache[slot] = pid;
+	s->pid = pid;
+	s->comm = PID_NO_COMM;
 	/* Full set: the pid is dropped and flagged now, and would be again. */
 	(void)ftrace_pidset_add(b->pids, pid);
 }
@@ -163,7 +192,7 @@ static void pid_cache_init(struct bundler *b)
 {
 	/* Slot i starts with a value that maps to another slot: no pid hits it. */
 	for (uint32_t i = 0; i < PID_CACHE_SLOTS; i++)
-		b->pid_cache[i] = (int32_t)(i ^ 1);
+		b->pid_cache[i] = (struct pid_slot){ .pid = (int32_t)(i ^ 1), .comm = PID_NO_COMM };
 }
 
 /* ---- field encoding ------------------------------------------------------ */
@@ -409,13 +438,17 @@ static bool write_event(struct bundler *b, const struct ftrace_event_tr *tr,
 
 /* ---- compact_sched ------------------------------------------------------- */
 
-_Static_assert((FTRACE_COMPACT_CAP & (FTRACE_COMPACT_CAP - 1)) == 0,
-	       "one test covers both columns: (n_sw | n_wk) >= CAP");
-
-static void compact_room_slow(struct bundler *b, uint64_t page_last_ts)
+/*
+ * Check the limits of the open bundle before the next compact entry: an
+ * open bundle, and a full column or comm table ends the bundle early.
+ * @page_last_ts: newest event of this page already written (0: none yet).
+ * Returns: how many compact entries may be stored before the limits must
+ * be checked again.  Each entry adds one to a column and at most one comm,
+ * so below every limit by that many, none can be reached in between.
+ */
+static uint32_t compact_room(struct bundler *b, struct ftrace_compact_buf *cb,
+			     uint64_t page_last_ts)
 {
-	struct ftrace_compact_buf *cb = b->p->cb;
-
 	if (cb->n_sw >= FTRACE_COMPACT_CAP || cb->n_wk >= FTRACE_COMPACT_CAP ||
 	    cb->n_comms >= FTRACE_COMPACT_MAX_COMMS) {
 		bundle_close(b);
@@ -423,38 +456,50 @@ static void compact_room_slow(struct bundler *b, uint64_t page_last_ts)
 		bundle_open(b, false, page_last_ts ? page_last_ts : b->st->last_event_ts);
 	}
 	(void)bundle_get(b);
+	return MIN(MIN(FTRACE_COMPACT_CAP - cb->n_sw, FTRACE_COMPACT_CAP - cb->n_wk),
+		   FTRACE_COMPACT_MAX_COMMS - cb->n_comms);
 }
 
 /*
- * Make room for one more compact entry: an open bundle, and a full column
- * or comm table ends the bundle early.  @page_last_ts: newest event of this
- * page already written (0: none yet).
+ * Note @pid and return the index of its comm at @p.  The pid's cache slot
+ * answers both most of the time: the pid is known in this call, and its
+ * comm is the one it had the last time.
  */
-static inline void compact_room(struct bundler *b, struct ftrace_compact_buf *cb,
-				uint64_t page_last_ts)
+static inline uint32_t compact_pid_comm(struct bundler *b, struct ftrace_compact_buf *cb,
+					int32_t pid, const uint8_t *p)
 {
-	/* Both counts stay <= CAP, a power of two: their OR reaches it iff one does. */
-	if (_unlikely_((cb->n_sw | cb->n_wk) >= FTRACE_COMPACT_CAP ||
-		       cb->n_comms >= FTRACE_COMPACT_MAX_COMMS || !b->w))
-		compact_room_slow(b, page_last_ts);
+	struct pid_slot *s = pid_slot(b, pid);
+	uint64_t raw[2];
+
+	memcpy(&raw[0], p, 8);
+	memcpy(&raw[1], p + 8, 8);
+	if (_likely_(s->pid == pid)) {
+		if (_likely_(ftrace_compact_comm_at(cb, s->comm, raw)))
+			return s->comm;
+	} else {
+		s->pid = pid;
+		if (b->pids)
+			(void)ftrace_pidset_add(b->pids, pid);
+	}
+	/* compact_room() left a free comm slot, so this cannot fail. */
+	s->comm = (uint32_t)ftrace_compact_intern(cb, p);
+	return s->comm;
 }
 
 static inline void compact_switch(struct bundler *b, const struct ftrace_compact_format *cf,
-				  struct ftrace_compact_buf *cb, const struct ftrace_record *rec,
-				  uint64_t page_last_ts)
+				  struct ftrace_compact_buf *cb, const struct ftrace_record *rec)
 {
 	const uint8_t *d = rec->data;
 	int64_t prev_state;
 	int32_t pid;
-	int comm;
+	uint32_t comm;
 
-	compact_room(b, cb, page_last_ts);
 	cb->n_sw++;
 	pid = (int32_t)ftrace_rd32(d + cf->sw_next_pid_off);
-	prev_state = cf->sw_prev_state_size == 8 ? rd_s(d + cf->sw_prev_state_off, 8)
-						 : rd_s(d + cf->sw_prev_state_off, 4);
-	/* compact_room() left a free comm slot, so this cannot fail. */
-	comm = ftrace_compact_intern(cb, d + cf->sw_next_comm_off);
+	/* long: 8 bytes but on 32-bit kernels. */
+	prev_state = _likely_(cf->sw_prev_state_size == 8) ? rd_s(d + cf->sw_prev_state_off, 8)
+							   : rd_s(d + cf->sw_prev_state_off, 4);
+	comm = compact_pid_comm(b, cb, pid, d + cf->sw_next_comm_off);
 	ftrace_compact_put(cb, FTRACE_CS_SW_TS, rec->ts - cb->sw_last_ts);
 	cb->sw_last_ts = rec->ts;
 	ftrace_compact_put(cb, FTRACE_CS_SW_NEXT_PID, (uint64_t)(int64_t)pid);
@@ -462,22 +507,18 @@ static inline void compact_switch(struct bundler *b, const struct ftrace_compact
 	ftrace_compact_put(cb, FTRACE_CS_SW_NEXT_PRIO,
 			   (uint64_t)(int64_t)(int32_t)ftrace_rd32(d + cf->sw_next_prio_off));
 	ftrace_compact_put(cb, FTRACE_CS_SW_COMM, (uint8_t)comm);
-	if (b->pids)
-		note_pid(b, pid);
 }
 
 static inline void compact_waking(struct bundler *b, const struct ftrace_compact_format *cf,
-				  struct ftrace_compact_buf *cb, const struct ftrace_record *rec,
-				  uint64_t page_last_ts)
+				  struct ftrace_compact_buf *cb, const struct ftrace_record *rec)
 {
 	const uint8_t *d = rec->data;
 	int32_t pid;
-	int comm;
+	uint32_t comm;
 
-	compact_room(b, cb, page_last_ts);
 	cb->n_wk++;
 	pid = (int32_t)ftrace_rd32(d + cf->wk_pid_off);
-	comm = ftrace_compact_intern(cb, d + cf->wk_comm_off);
+	comm = compact_pid_comm(b, cb, pid, d + cf->wk_comm_off);
 	ftrace_compact_put(cb, FTRACE_CS_WK_TS, rec->ts - cb->wk_last_ts);
 	cb->wk_last_ts = rec->ts;
 	ftrace_compact_put(cb, FTRACE_CS_WK_PID, (uint64_t)(int64_t)pid);
@@ -487,8 +528,6 @@ static inline void compact_waking(struct bundler *b, const struct ftrace_compact
 			   (uint64_t)(int64_t)(int32_t)ftrace_rd32(d + cf->wk_prio_off));
 	ftrace_compact_put(cb, FTRACE_CS_WK_COMM, (uint8_t)comm);
 	ftrace_compact_put(cb, FTRACE_CS_WK_FLAGS, d[cf->wk_common_flags_off]);
-	if (b->pids)
-		note_pid(b, pid);
 }
 
 /* ---- pages ----------------------------------------------------------------- */
@@ -499,14 +538,17 @@ static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *
 	struct ftrace_parser *p = b->p;
 	struct ftrace_pass_stats *stats = b->stats;
 	/* Locals: the column stores below could alias the parser's fields. */
-	const struct ftrace_compact_format *cf = p->cf;
 	struct ftrace_compact_buf *cb = p->cb;
+	const struct ftrace_compact_format *cf = &cb->fmt;
 	const struct ftrace_event_tr *const *by_id = p->by_id;
 	const size_t n_ids = p->n_ids;
 	const int sw_id = p->compact_switch_id, wk_id = p->compact_waking_id;
 	struct ftrace_page_iter it;
 	struct ftrace_record rec;
-	uint64_t page_last_ts = 0, n_records = 0, n_events = 0, n_generic = 0, n_sw = 0, n_wk = 0;
+	/* Compact entries are counted by bundle_close(). */
+	uint64_t page_last_ts = 0, n_records = 0, n_events = 0, n_generic = 0;
+	/* Compact entries storable before compact_room() must look again. */
+	uint32_t room = 0;
 	enum ftrace_parse_status status = FTRACE_STATUS_OK;
 	int r;
 
@@ -514,25 +556,31 @@ static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *
 	while ((r = ftrace_page_next(&it, &rec)) > 0) {
 		const struct ftrace_event_tr *tr;
 
-		n_records++;
 		/* Compact ids are -1 unless active, and then enabled: test them first. */
 		if (rec.event_id == sw_id) {
-			if (rec.len < cf->switch_size) {
+			if (_unlikely_(rec.len < cf->switch_size)) {
+				n_records++;
 				status = FTRACE_STATUS_SHORT_COMPACT_EVENT;
 				break;
 			}
-			compact_switch(b, cf, cb, &rec, page_last_ts);
-			n_sw++;
+			if (_unlikely_(room == 0))
+				room = compact_room(b, cb, page_last_ts);
+			room--;
+			compact_switch(b, cf, cb, &rec);
 		} else if (rec.event_id == wk_id) {
-			if (rec.len < cf->waking_size) {
+			if (_unlikely_(rec.len < cf->waking_size)) {
+				n_records++;
 				status = FTRACE_STATUS_SHORT_COMPACT_EVENT;
 				break;
 			}
-			compact_waking(b, cf, cb, &rec, page_last_ts);
-			n_wk++;
+			if (_unlikely_(room == 0))
+				room = compact_room(b, cb, page_last_ts);
+			room--;
+			compact_waking(b, cf, cb, &rec);
 		} else {
 			bool ok;
 
+			n_records++;
 			tr = rec.event_id < n_ids ? by_id[rec.event_id] : NULL;
 			if (!tr)
 				continue;
@@ -560,10 +608,8 @@ static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *
 
 	if (stats) {
 		stats->records += n_records;
-		stats->events += n_events + n_sw + n_wk;
+		stats->events += n_events;
 		stats->generic_events += n_generic;
-		stats->compact_switch += n_sw;
-		stats->compact_waking += n_wk;
 	}
 	/* As in Perfetto, a page that failed does not move the end mark. */
 	if (status == FTRACE_STATUS_OK && page_last_ts)
@@ -595,6 +641,8 @@ int ftrace_parser_parse_pages_to(struct ftrace_parser *p, uint32_t cpu, const ui
 	pid_cache_init(&b);
 	pbw_init(&b.scratch, b.scratch_buf, sizeof(b.scratch_buf), NULL, NULL);
 	ftrace_compact_buf_reset(p->cb);
+	if (p->cf)
+		p->cb->fmt = *p->cf;
 
 	for (size_t i = 0; i < n_pages; i++) {
 		const uint8_t *page = pages + i * page_size;

@@ -112,6 +112,97 @@ struct ftrace_compact_buf *ftrace_compact_buf_free(struct ftrace_compact_buf *b)
 	return NULL;
 }
 
+/* Bit 7 of each byte of @v that is zero set; exact up to the first zero byte. */
+static inline uint64_t zero_bytes(uint64_t v)
+{
+	return (v - 0x0101010101010101ull) & ~v & 0x8080808080808080ull;
+}
+
+/*
+ * The comm in @raw (16 kernel bytes as two words) cut at its first NUL and
+ * zero-padded, and its length: a mask instead of strnlen() and memcpy().
+ */
+static size_t comm_key(const uint64_t raw[2], uint64_t key[2])
+{
+	uint64_t z = zero_bytes(raw[0]);
+
+	/* Little-endian: byte i of a word is its bits 8i..8i+7. */
+	if (z) {
+		unsigned n = (unsigned)__builtin_ctzll(z) >> 3;
+
+		key[0] = raw[0] & ((1ull << (n * 8)) - 1); /* n <= 7 */
+		key[1] = 0;
+		return n;
+	}
+	key[0] = raw[0];
+	z = zero_bytes(raw[1]);
+	if (z) {
+		unsigned n = (unsigned)__builtin_ctzll(z) >> 3;
+
+		key[1] = raw[1] & ((1ull << (n * 8)) - 1);
+		return 8 + n;
+	}
+	key[1] = raw[1];
+	return FTRACE_COMM_LEN;
+}
+
+/* Slot of a comm: one multiply; the table's order never depends on it. */
+static inline uint32_t comm_hash(const uint64_t k[2])
+{
+	uint64_t x = k[0] ^ ((k[1] << 29) | (k[1] >> 35));
+
+	return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> 55);
+}
+
+/* Probe for @k from slot @i.  Returns: the index, or -1 with @i the empty
+ * slot where @k belongs. */
+static int comm_find(const struct ftrace_compact_buf *b, const uint64_t k[2], uint32_t *i)
+{
+	for (;; *i = (*i + 1) & (FTRACE_COMPACT_HASH_SLOTS - 1)) {
+		uint16_t v = b->comm_hash[*i];
+
+		if (v == 0)
+			return -1;
+		if (b->comms[v - 1][0] == k[0] && b->comms[v - 1][1] == k[1])
+			return v - 1;
+	}
+}
+
+int ftrace_compact_intern(struct ftrace_compact_buf *b, const uint8_t *p)
+{
+	uint64_t raw[2], key[2];
+	uint32_t i;
+	size_t len;
+	int idx;
+
+	/*
+	 * The kernel pads comms with zeros, so the raw bytes are the key
+	 * itself: look them up as they are.  Table keys are zero-padded, so a
+	 * raw comm with other bytes after its NUL never matches one; it is
+	 * looked up again by its key below.
+	 */
+	memcpy(&raw[0], p, 8);
+	memcpy(&raw[1], p + 8, 8);
+	i = comm_hash(raw);
+	idx = comm_find(b, raw, &i);
+	if (idx >= 0)
+		return idx;
+	len = comm_key(raw, key);
+	if (key[0] != raw[0] || key[1] != raw[1]) {
+		i = comm_hash(key);
+		idx = comm_find(b, key, &i);
+		if (idx >= 0)
+			return idx;
+	}
+	if (b->n_comms >= FTRACE_COMPACT_MAX_COMMS)
+		return -1;
+	b->comms[b->n_comms][0] = key[0];
+	b->comms[b->n_comms][1] = key[1];
+	b->comm_len[b->n_comms] = (uint8_t)len;
+	b->comm_hash[i] = (uint16_t)(b->n_comms + 1);
+	return (int)b->n_comms++;
+}
+
 /* Columns [@first, @last] as packed fields: they are their own bytes already. */
 static void write_columns(struct ftrace_compact_buf *b, struct pbw *w, int first, int last)
 {

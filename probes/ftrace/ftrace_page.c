@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * ftrace_page - the kernel ring-buffer page header.  The record walker
- * itself is inline (ftrace_page_next() in ftrace_parse_internal.h) so that
- * the per-event loop pays no call.
+ * ftrace_page - the kernel ring-buffer page header, and the checked
+ * record walker.  Its fast path, for the records well inside the data,
+ * is inline (ftrace_page_next() in ftrace_parse_internal.h) so that the
+ * per-event loop pays no call.
  */
 #include <errno.h>
 #include <string.h>
@@ -73,4 +74,89 @@ int ftrace_page_parse_header(const uint8_t *page, size_t page_size, unsigned com
 		ret->missed_stored = true;
 	}
 	return 0;
+}
+
+int ftrace_page_next_slow(struct ftrace_page_iter *it, struct ftrace_record *rec)
+{
+	for (;;) {
+		const uint8_t *p = it->ptr;
+		uint32_t hdr, type_len, delta, len;
+
+		if (p >= it->end)
+			return 0;
+		if ((size_t)(it->end - p) < 4)
+			return -FTRACE_STATUS_ABI_SHORT_EVENT_HEADER;
+		hdr = ftrace_rd32(p);
+		p += 4;
+		type_len = hdr & 0x1f;
+		delta = hdr >> 5;
+		it->ts += delta;
+
+		/* Data records with their length in type_len: most of them. */
+		if (__builtin_expect(type_len - 1u < FTRACE_RB_TYPE_PADDING - 1u, 1)) {
+			len = 4 * type_len;
+		} else {
+			switch (type_len) {
+			case FTRACE_RB_TYPE_PADDING:
+				/* A null padding (delta 0) only ever lies past the commit. */
+				if (delta == 0)
+					return -FTRACE_STATUS_ABI_NULL_PADDING;
+				if ((size_t)(it->end - p) < 4)
+					return -FTRACE_STATUS_ABI_SHORT_PADDING_LENGTH;
+				len = ftrace_rd32(p);
+				if (len < 4)
+					return -FTRACE_STATUS_ABI_INVALID_PADDING_LENGTH;
+				/* Length counts its own word.  May point past the end:
+				 * that ends the walk, as it would the kernel's. */
+				if ((size_t)(it->end - p) < len) {
+					it->ptr = it->end;
+					return 0;
+				}
+				it->ptr = p + len;
+				continue;
+			case FTRACE_RB_TYPE_TIME_EXTEND:
+				if ((size_t)(it->end - p) < 4)
+					return -FTRACE_STATUS_ABI_SHORT_TIME_EXTEND;
+				it->ts += (uint64_t)ftrace_rd32(p) << FTRACE_RB_TS_SHIFT;
+				it->ptr = p + 4;
+				continue;
+			case FTRACE_RB_TYPE_TIME_STAMP:
+				if ((size_t)(it->end - p) < 4)
+					return -FTRACE_STATUS_ABI_SHORT_TIME_STAMP;
+				/* Undo the delta added above: the header's 27 bits are the
+				 * low part of an absolute time. */
+				it->ts = (uint64_t)delta + ((uint64_t)ftrace_rd32(p) << FTRACE_RB_TS_SHIFT);
+				it->ptr = p + 4;
+				continue;
+			case 0:
+				if ((size_t)(it->end - p) < 4)
+					return -FTRACE_STATUS_ABI_SHORT_DATA_LENGTH;
+				len = ftrace_rd32(p);
+				if (len == 0)
+					return -FTRACE_STATUS_ABI_ZERO_DATA_LENGTH;
+				if (len < 4)
+					return -FTRACE_STATUS_ABI_INVALID_DATA_LENGTH;
+				p += 4;
+				len -= 4;
+				break;
+			default:
+				len = 4 * type_len;
+				break;
+			}
+		}
+
+		if ((size_t)(it->end - p) < len)
+			return -FTRACE_STATUS_ABI_END_OVERFLOW;
+		/* The id is read against the data end, not the record end: a
+		 * record too short for its event is caught by the event's size
+		 * check (INVALID_EVENT / SHORT_COMPACT_EVENT), as in Perfetto. */
+		if ((size_t)(it->end - p) < 2)
+			return -FTRACE_STATUS_ABI_SHORT_EVENT_ID;
+		rec->event_id = (uint16_t)(p[0] | (p[1] << 8));
+		rec->data = p;
+		rec->len = len;
+		rec->ts = it->ts;
+		it->ptr = p + len;
+		return 1;
+	}
 }

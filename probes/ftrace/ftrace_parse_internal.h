@@ -25,9 +25,15 @@ struct tep_event;
 #define FTRACE_RB_TYPE_TIME_STAMP 31
 #define FTRACE_RB_TS_SHIFT 27
 
+/* Longest record whose length is in its header: header word + 4 * 28. */
+#define FTRACE_RB_MAX_SHORT_RECORD (4u + 4u * (FTRACE_RB_TYPE_PADDING - 1u))
+
 struct ftrace_page_iter {
 	const uint8_t *ptr;
 	const uint8_t *end;     /* end of the committed data */
+	/* Records starting before this one fit whole whatever their header
+	 * says: ptr itself when the data is shorter than that. */
+	const uint8_t *fast_end;
 	uint64_t ts;
 };
 
@@ -44,6 +50,8 @@ static inline void ftrace_page_iter_init(struct ftrace_page_iter *it, const uint
 {
 	it->ptr = data;
 	it->end = data + data_size;
+	it->fast_end = data_size >= FTRACE_RB_MAX_SHORT_RECORD ?
+		       it->end - FTRACE_RB_MAX_SHORT_RECORD : data;
 	it->ts = page_ts;
 }
 
@@ -55,6 +63,13 @@ static inline uint32_t ftrace_rd32(const uint8_t *p)
 	return v;
 }
 
+/**
+ * ftrace_page_next_slow - ftrace_page_next() for any record, every read
+ * checked against it->end (ftrace_page.c).  Out of line: it runs for the
+ * last few records of a page and for the rare non-data ones.
+ */
+int ftrace_page_next_slow(struct ftrace_page_iter *it, struct ftrace_record *rec);
+
 /*
  * ftrace_page_next - step to the next data record.  Padding, time-extend
  * and absolute-time records are consumed here.  Every read is checked
@@ -64,87 +79,39 @@ static inline uint32_t ftrace_rd32(const uint8_t *p)
  */
 static inline int ftrace_page_next(struct ftrace_page_iter *it, struct ftrace_record *rec)
 {
-	for (;;) {
-		const uint8_t *p = it->ptr;
-		uint32_t hdr, type_len, delta, len;
+	const uint8_t *p = it->ptr;
 
-		if (p >= it->end)
-			return 0;
-		if ((size_t)(it->end - p) < 4)
-			return -FTRACE_STATUS_ABI_SHORT_EVENT_HEADER;
-		hdr = ftrace_rd32(p);
-		p += 4;
-		type_len = hdr & 0x1f;
-		delta = hdr >> 5;
-		it->ts += delta;
+	/*
+	 * Most records are data with their length in type_len, and start more
+	 * than the longest of those before the end: none of the checks of the
+	 * slow path can fail for them (header, length and id all lie inside
+	 * the data), so they cost one comparison.
+	 */
+	if (__builtin_expect(p < it->fast_end, 1)) {
+		uint32_t hdr = ftrace_rd32(p);
+		uint32_t type_len = hdr & 0x1f;
 
-		/* Data records with their length in type_len: most of them. */
 		if (__builtin_expect(type_len - 1u < FTRACE_RB_TYPE_PADDING - 1u, 1)) {
-			len = 4 * type_len;
-		} else {
-			switch (type_len) {
-			case FTRACE_RB_TYPE_PADDING:
-				/* A null padding (delta 0) only ever lies past the commit. */
-				if (delta == 0)
-					return -FTRACE_STATUS_ABI_NULL_PADDING;
-				if ((size_t)(it->end - p) < 4)
-					return -FTRACE_STATUS_ABI_SHORT_PADDING_LENGTH;
-				len = ftrace_rd32(p);
-				if (len < 4)
-					return -FTRACE_STATUS_ABI_INVALID_PADDING_LENGTH;
-				/* Length counts its own word.  May point past the end:
-				 * that ends the walk, as it would the kernel's. */
-				if ((size_t)(it->end - p) < len) {
-					it->ptr = it->end;
-					return 0;
-				}
-				it->ptr = p + len;
-				continue;
-			case FTRACE_RB_TYPE_TIME_EXTEND:
-				if ((size_t)(it->end - p) < 4)
-					return -FTRACE_STATUS_ABI_SHORT_TIME_EXTEND;
-				it->ts += (uint64_t)ftrace_rd32(p) << FTRACE_RB_TS_SHIFT;
-				it->ptr = p + 4;
-				continue;
-			case FTRACE_RB_TYPE_TIME_STAMP:
-				if ((size_t)(it->end - p) < 4)
-					return -FTRACE_STATUS_ABI_SHORT_TIME_STAMP;
-				/* Undo the delta added above: the header's 27 bits are the
-				 * low part of an absolute time. */
-				it->ts = (uint64_t)delta + ((uint64_t)ftrace_rd32(p) << FTRACE_RB_TS_SHIFT);
-				it->ptr = p + 4;
-				continue;
-			case 0:
-				if ((size_t)(it->end - p) < 4)
-					return -FTRACE_STATUS_ABI_SHORT_DATA_LENGTH;
-				len = ftrace_rd32(p);
-				if (len == 0)
-					return -FTRACE_STATUS_ABI_ZERO_DATA_LENGTH;
-				if (len < 4)
-					return -FTRACE_STATUS_ABI_INVALID_DATA_LENGTH;
-				p += 4;
-				len -= 4;
-				break;
-			default:
-				len = 4 * type_len;
-				break;
-			}
+			p += 4;
+			it->ts += hdr >> 5;
+			rec->event_id = (uint16_t)(p[0] | (p[1] << 8));
+			rec->data = p;
+			rec->len = 4 * type_len;
+			rec->ts = it->ts;
+			it->ptr = p + 4 * type_len;
+			return 1;
 		}
-
-		if ((size_t)(it->end - p) < len)
-			return -FTRACE_STATUS_ABI_END_OVERFLOW;
-		/* The id is read against the data end, not the record end: a
-		 * record too short for its event is caught by the event's size
-		 * check (INVALID_EVENT / SHORT_COMPACT_EVENT), as in Perfetto. */
-		if ((size_t)(it->end - p) < 2)
-			return -FTRACE_STATUS_ABI_SHORT_EVENT_ID;
-		rec->event_id = (uint16_t)(p[0] | (p[1] << 8));
-		rec->data = p;
-		rec->len = len;
-		rec->ts = it->ts;
-		it->ptr = p + len;
-		return 1;
 	}
+	/* Through copies: the caller's iterator and record then never have
+	 * their address taken, and stay in registers in its loop. */
+	struct ftrace_page_iter tmp = *it;
+	struct ftrace_record r;
+	int ret = ftrace_page_next_slow(&tmp, &r);
+
+	*it = tmp;
+	if (ret > 0)
+		*rec = r;
+	return ret;
 }
 
 /* ---- translations -------------------------------------------------------- */
@@ -303,6 +270,9 @@ enum ftrace_compact_col {
 };
 
 struct ftrace_compact_buf {
+	/* The parser's layout, copied at the start of each pass: the hot
+	 * loop then reaches offsets and columns through one pointer. */
+	struct ftrace_compact_format fmt;
 	uint32_t n_sw, n_wk, n_comms;
 	/* Previous timestamp of each column, 0 at the start of a bundle:
 	 * the first value of a bundle is absolute. */
@@ -368,105 +338,23 @@ static inline bool ftrace_compact_buf_empty(const struct ftrace_compact_buf *b)
 	return b->n_sw == 0 && b->n_wk == 0;
 }
 
-/* Bit 7 of each byte of @v that is zero set; exact up to the first zero byte. */
-static inline uint64_t ftrace_zero_bytes(uint64_t v)
-{
-	return (v - 0x0101010101010101ull) & ~v & 0x8080808080808080ull;
-}
-
-/*
- * ftrace_compact_comm_key - the comm in @raw (16 kernel bytes as two
- * words) cut at its first NUL and zero-padded, and its length: a mask
- * instead of strnlen() and memcpy().
- */
-static inline size_t ftrace_compact_comm_key(const uint64_t raw[2], uint64_t key[2])
-{
-	uint64_t z = ftrace_zero_bytes(raw[0]);
-
-	/* Little-endian: byte i of a word is its bits 8i..8i+7. */
-	if (z) {
-		unsigned n = (unsigned)__builtin_ctzll(z) >> 3;
-
-		key[0] = raw[0] & ((1ull << (n * 8)) - 1); /* n <= 7 */
-		key[1] = 0;
-		return n;
-	}
-	key[0] = raw[0];
-	z = ftrace_zero_bytes(raw[1]);
-	if (z) {
-		unsigned n = (unsigned)__builtin_ctzll(z) >> 3;
-
-		key[1] = raw[1] & ((1ull << (n * 8)) - 1);
-		return 8 + n;
-	}
-	key[1] = raw[1];
-	return FTRACE_COMM_LEN;
-}
-
-/* Slot of a comm: one multiply; the table's order never depends on it. */
-static inline uint32_t ftrace_compact_comm_hash(const uint64_t k[2])
-{
-	uint64_t x = k[0] ^ ((k[1] << 29) | (k[1] >> 35));
-
-	return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> 55);
-}
-
-/*
- * Probe for @k from slot @i.  Returns: the index, or -1 with @i the empty
- * slot where @k belongs.
- */
-static inline int ftrace_compact_comm_find(const struct ftrace_compact_buf *b, const uint64_t k[2],
-					   uint32_t *i)
-{
-	for (;; *i = (*i + 1) & (FTRACE_COMPACT_HASH_SLOTS - 1)) {
-		uint16_t v = b->comm_hash[*i];
-
-		if (v == 0)
-			return -1;
-		if (b->comms[v - 1][0] == k[0] && b->comms[v - 1][1] == k[1])
-			return v - 1;
-	}
-}
-
-/*
+/**
  * ftrace_compact_intern - index of the kernel comm at @p (16 bytes, cut at
- * the first NUL) in this bundle's table.  Returns: the index, or -1 if the
- * table is full.
+ * the first NUL) in this bundle's table, added if new: indices follow
+ * first sight.  Returns: the index, or -1 if the table is full.
  */
-static inline __attribute__((always_inline)) int
-ftrace_compact_intern(struct ftrace_compact_buf *b, const uint8_t *p)
-{
-	uint64_t raw[2], key[2];
-	uint32_t i;
-	size_t len;
-	int idx;
+int ftrace_compact_intern(struct ftrace_compact_buf *b, const uint8_t *p);
 
-	/*
-	 * The kernel pads comms with zeros, so the raw bytes are the key
-	 * itself: look them up as they are.  Table keys are zero-padded, so a
-	 * raw comm with other bytes after its NUL never matches one; it is
-	 * looked up again by its key below.
-	 */
-	memcpy(&raw[0], p, 8);
-	memcpy(&raw[1], p + 8, 8);
-	i = ftrace_compact_comm_hash(raw);
-	idx = ftrace_compact_comm_find(b, raw, &i);
-	if (__builtin_expect(idx >= 0, 1))
-		return idx;
-	len = ftrace_compact_comm_key(raw, key);
-	if (__builtin_expect(key[0] != raw[0] || key[1] != raw[1], 0)) {
-		i = ftrace_compact_comm_hash(key);
-		idx = ftrace_compact_comm_find(b, key, &i);
-		if (idx >= 0)
-			return idx;
-	}
-	if (b->n_comms >= FTRACE_COMPACT_MAX_COMMS)
-		return -1;
-	b->comms[b->n_comms][0] = key[0];
-	b->comms[b->n_comms][1] = key[1];
-	b->comm_len[b->n_comms] = (uint8_t)len;
-	b->comm_hash[i] = (uint16_t)(b->n_comms + 1);
-	return (int)b->n_comms++;
+/*
+ * ftrace_compact_comm_at - whether entry @i of the table is the comm whose
+ * 16 kernel bytes are @raw: then it is what ftrace_compact_intern() would
+ * return for them, since keys are unique.  A guess for @i that proves wrong
+ * (stale, or another comm) costs nothing but this check.
+ */
+static inline bool ftrace_compact_comm_at(const struct ftrace_compact_buf *b, uint32_t i,
+					  const uint64_t raw[2])
+{
+	return i < b->n_comms && b->comms[i][0] == raw[0] && b->comms[i][1] == raw[1];
 }
 
 /**
