@@ -23,6 +23,7 @@
 /* The emulated SMB for transports that cannot pass fds (TCP, vsock). */
 #define EMULATION_SMB_SIZE (1u << 20)
 #define SMB_STALL_US 10000u
+#define COMMIT_BATCH_BYTES (128u * 1024)
 
 static const char *const method_names[_PRODUCER_METHOD_MAX] = {
 	[PRODUCER_METHOD_INITIALIZE_CONNECTION] = "InitializeConnection",
@@ -310,6 +311,12 @@ int producer_setup_smb(struct producer *p, uint32_t page_size_kb, int fd)
 		return log_error_errno(-EBADF, "SetupTracing arrived without the shared memory fd");
 	}
 	smb_set_commit_hook(p->smb, producer_commit_hook, p);
+	/*
+	 * A pass of a busy machine writes hundreds of KiB: commit every few
+	 * chunks rather than at half the buffer, so the service frees them as
+	 * we go and the buffer's pages we ever touch (our RSS) stay few.
+	 */
+	smb_set_commit_threshold(p->smb, MAX((size_t)1, (size_t)COMMIT_BATCH_BYTES / page_size));
 	/* full: commit, then give the service up to 10 ms to free a chunk before dropping */
 	smb_set_stall(p->smb, SMB_STALL_US);
 	log_debug("Shared memory buffer: %zu KiB in %zu KiB pages", smb_size(p->smb) / 1024,

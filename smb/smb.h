@@ -140,10 +140,18 @@ size_t smb_num_chunks(const struct smb *smb);
 /**
  * smb_set_commit_hook - called (from inside a write, right after a chunk
  * switch) whenever a chunk is released while pending moves are at least
- * half of the buffer, so the owner can send a CommitData before it fills up.
+ * half of the buffer (see smb_set_commit_threshold()), so the owner can send a CommitData before it fills up.
  * The hook may call smb_take_commit() but must not write to any writer.
  */
 void smb_set_commit_hook(struct smb *smb, void (*hook)(void *userdata), void *userdata);
+
+/**
+ * smb_set_commit_threshold - call the commit hook once @chunks released
+ * chunks are pending instead of half the buffer (0 restores that).  A low
+ * threshold keeps the pages in flight, and so the pages of the buffer ever
+ * touched, few.
+ */
+void smb_set_commit_threshold(struct smb *smb, size_t chunks);
 
 struct smb_stats {
 	uint64_t chunks_released;   /* named in a commit */

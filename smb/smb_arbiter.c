@@ -356,9 +356,16 @@ void smb_chunk_release_local(struct smb *smb, uint32_t page, uint32_t chunk)
 	}
 }
 
+void smb_set_commit_threshold(struct smb *smb, size_t chunks)
+{
+	smb->commit_threshold = chunks;
+}
+
 void smb_maybe_commit(struct smb *smb)
 {
-	if (!smb->hook || smb->in_hook || smb->n_moves * 2 < smb->num_pages)
+	size_t threshold = smb->commit_threshold ? smb->commit_threshold : (smb->num_pages + 1) / 2;
+
+	if (!smb->hook || smb->in_hook || smb->n_moves < threshold)
 		return;
 	smb->in_hook = true;
 	smb->hook(smb->hook_userdata);

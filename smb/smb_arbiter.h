@@ -57,6 +57,7 @@ struct smb {
 
 	void (*hook)(void *userdata);
 	void *hook_userdata;
+	size_t commit_threshold;        /* pending moves that call the hook; 0: half */
 	bool in_hook;
 	uint32_t stall_max_us;    /* 0: drop at once when full */
 	bool stall_failed;        /* the last stall found nothing: do not wait again */
