@@ -369,9 +369,11 @@ static bool write_legacy_fields(struct bundler *b, struct pbw *w, const struct f
 	return ok;
 }
 
-/* Returns: false for INVALID_EVENT (record too short or bad string span). */
-static bool write_event(struct bundler *b, const struct ftrace_event_tr *tr,
-			const struct ftrace_record *rec)
+/* Returns: false for INVALID_EVENT (record too short or bad string span).
+ * Not inlined: the page loop keeps its registers for the compact path. */
+static __attribute__((noinline)) bool write_event(struct bundler *b,
+						  const struct ftrace_event_tr *tr,
+						  const struct ftrace_record *rec)
 {
 	struct ftrace_parser *p = b->p;
 	struct pbw *w = bundle_get(b);
@@ -500,9 +502,9 @@ static inline void compact_switch(struct bundler *b, const struct ftrace_compact
 	prev_state = _likely_(cf->sw_prev_state_size == 8) ? rd_s(d + cf->sw_prev_state_off, 8)
 							   : rd_s(d + cf->sw_prev_state_off, 4);
 	comm = compact_pid_comm(b, cb, pid, d + cf->sw_next_comm_off);
-	ftrace_compact_put(cb, FTRACE_CS_SW_TS, rec->ts - cb->sw_last_ts);
+	ftrace_compact_put_wide(cb, FTRACE_CS_SW_TS, rec->ts - cb->sw_last_ts);
 	cb->sw_last_ts = rec->ts;
-	ftrace_compact_put(cb, FTRACE_CS_SW_NEXT_PID, (uint64_t)(int64_t)pid);
+	ftrace_compact_put_wide(cb, FTRACE_CS_SW_NEXT_PID, (uint64_t)(int64_t)pid);
 	ftrace_compact_put(cb, FTRACE_CS_SW_PREV_STATE, (uint64_t)prev_state);
 	ftrace_compact_put(cb, FTRACE_CS_SW_NEXT_PRIO,
 			   (uint64_t)(int64_t)(int32_t)ftrace_rd32(d + cf->sw_next_prio_off));
@@ -519,9 +521,9 @@ static inline void compact_waking(struct bundler *b, const struct ftrace_compact
 	cb->n_wk++;
 	pid = (int32_t)ftrace_rd32(d + cf->wk_pid_off);
 	comm = compact_pid_comm(b, cb, pid, d + cf->wk_comm_off);
-	ftrace_compact_put(cb, FTRACE_CS_WK_TS, rec->ts - cb->wk_last_ts);
+	ftrace_compact_put_wide(cb, FTRACE_CS_WK_TS, rec->ts - cb->wk_last_ts);
 	cb->wk_last_ts = rec->ts;
-	ftrace_compact_put(cb, FTRACE_CS_WK_PID, (uint64_t)(int64_t)pid);
+	ftrace_compact_put_wide(cb, FTRACE_CS_WK_PID, (uint64_t)(int64_t)pid);
 	ftrace_compact_put(cb, FTRACE_CS_WK_TARGET_CPU,
 			   (uint64_t)(int64_t)(int32_t)ftrace_rd32(d + cf->wk_target_cpu_off));
 	ftrace_compact_put(cb, FTRACE_CS_WK_PRIO,
@@ -593,7 +595,13 @@ static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *
 				page_last_ts = rec.ts;
 				continue;
 			}
-			ok = write_event(b, tr, &rec);
+			{
+				/* Through a copy, so that rec never has its address
+				 * taken and stays in registers for the compact path. */
+				const struct ftrace_record copy = rec;
+
+				ok = write_event(b, tr, &copy);
+			}
 			n_events++;
 			n_generic += tr->type == FTRACE_TR_GENERIC;
 			if (!ok) {

@@ -78,7 +78,7 @@ int ftrace_compact_buf_new(struct ftrace_compact_buf **ret)
 	uint8_t *m, *p;
 
 	for (int c = 0; c < _FTRACE_CS_COL_MAX; c++)
-		len += FTRACE_COMPACT_CAP * col_max_value_len(c);
+		len += FTRACE_COMPACT_CAP * col_max_value_len(c) + FTRACE_COMPACT_COL_SLACK;
 	len = ALIGN_UP(len, (size_t)4096);
 	b = calloc(1, sizeof(*b));
 	if (!b)
@@ -92,7 +92,8 @@ int ftrace_compact_buf_new(struct ftrace_compact_buf **ret)
 	b->map_len = len;
 	p = m;
 	for (int c = 0; c < _FTRACE_CS_COL_MAX; c++)
-		b->start[c] = carve(&p, FTRACE_COMPACT_CAP * col_max_value_len(c));
+		b->start[c] = carve(&p, FTRACE_COMPACT_CAP * col_max_value_len(c) +
+				       FTRACE_COMPACT_COL_SLACK);
 	b->comms = carve(&p, k * sizeof(*b->comms));
 	b->comm_len = carve(&p, k * sizeof(*b->comm_len));
 	b->comm_hash = carve(&p, FTRACE_COMPACT_HASH_SLOTS * sizeof(*b->comm_hash));

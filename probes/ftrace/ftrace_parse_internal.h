@@ -300,7 +300,21 @@ static inline void ftrace_compact_buf_reset(struct ftrace_compact_buf *b)
 		b->cur[i] = b->start[i];
 }
 
-/* A varint, with the short ones (most values) written without a loop. */
+/*
+ * Room kept past the end of each column: a value of n bytes may be
+ * written as a wider word, the bytes past n being overwritten by the next
+ * value (or left unused at the end).
+ */
+#define FTRACE_COMPACT_COL_SLACK 8u
+
+/*
+ * A varint, with the short ones (most values) written without a loop.
+ * Up to four bytes, the encoding is computed as one word: with v = a +
+ * 2^7 b + 2^14 c + 2^21 d (each digit < 128), the bytes a, b, c, d sit at
+ * 2^0, 2^8, 2^16, 2^24 once v is added the parts of itself that make up
+ * the difference; then the continuation bits are set.  May write up to
+ * FTRACE_COMPACT_COL_SLACK bytes past the value.
+ */
 static inline uint8_t *ftrace_put_varint(uint8_t *p, uint64_t v)
 {
 	if (__builtin_expect(v < 0x80, 1)) {
@@ -308,15 +322,23 @@ static inline uint8_t *ftrace_put_varint(uint8_t *p, uint64_t v)
 		return p + 1;
 	}
 	if (v < 0x4000) {
-		p[0] = (uint8_t)(v | 0x80);
-		p[1] = (uint8_t)(v >> 7);
+		uint16_t w = (uint16_t)(v + (v & 0x3f80) + 0x80);
+
+		memcpy(p, &w, 2);
 		return p + 2;
 	}
 	if (v < 0x200000) {
-		p[0] = (uint8_t)(v | 0x80);
-		p[1] = (uint8_t)((v >> 7) | 0x80);
-		p[2] = (uint8_t)(v >> 14);
+		uint32_t w = (uint32_t)(v + (v & 0x1fff80) + ((v & 0x1fc000) << 1) + 0x8080);
+
+		memcpy(p, &w, 4);
 		return p + 3;
+	}
+	if (v < 0x10000000) {
+		uint32_t w = (uint32_t)(v + (v & 0xfffff80) + ((v & 0xfffc000) << 1) +
+					((v & 0xfe00000) << 2) + 0x808080);
+
+		memcpy(p, &w, 4);
+		return p + 4;
 	}
 	do {
 		*p++ = (uint8_t)(v | 0x80);
@@ -331,6 +353,23 @@ static inline void ftrace_compact_put(struct ftrace_compact_buf *b, enum ftrace_
 				      uint64_t v)
 {
 	b->cur[c] = ftrace_put_varint(b->cur[c], v);
+}
+
+/* Same, for columns whose values are seldom below 128 (timestamp deltas,
+ * pids): their usual two-byte case is tested first. */
+static inline void ftrace_compact_put_wide(struct ftrace_compact_buf *b, enum ftrace_compact_col c,
+					   uint64_t v)
+{
+	uint8_t *p = b->cur[c];
+
+	if (__builtin_expect(v - 0x80 < 0x4000 - 0x80, 1)) {
+		uint16_t w = (uint16_t)(v + (v & 0x3f80) + 0x80);
+
+		memcpy(p, &w, 2);
+		b->cur[c] = p + 2;
+		return;
+	}
+	b->cur[c] = ftrace_put_varint(p, v);
 }
 
 static inline bool ftrace_compact_buf_empty(const struct ftrace_compact_buf *b)
