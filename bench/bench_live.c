@@ -3,7 +3,7 @@
  * bench_live - the tracers side by side on a live workload.
  *
  *   bench_live [-t SECONDS] [-w PAIRS] [--recorder PATH] [--service PATH]
- *              [--only floor|compact|plain|daemon|trace-cmd] [--no-trace-cmd] [--rows]
+ *              [--only floor|compact|plain|daemon|trace-cmd|sweep] [--no-trace-cmd] [--rows]
  *
  * The pipe ping-pong workload runs for SECONDS (default 5) alone, then under
  * each tracer in turn; each tracer is started first, the workload runs once
@@ -28,8 +28,10 @@
  * exec to the events being enabled and to the first drain.  A note gives
  * the steady state too: the tracer's main-thread CPU during the workload
  * window over the events the kernel counts as read in it (setup and
- * teardown left out).  Needs root; leaves tracefs as it found it.  Not a
- * test: asserts nothing.
+ * teardown left out).  --only sweep instead records with ever smaller
+ * per-CPU buffers (2 MiB down to 32 KiB) to find where the first overrun
+ * appears at the workload's rate, without and with drain_buffer_percent.
+ * Needs root; leaves tracefs as it found it.  Not a test: asserts nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -402,9 +404,42 @@ static void parse_recorder_summary(const char *out, struct live_result *res)
 	res->ok = true;
 }
 
+/* A recording through a TraceConfig instead of the command line flags. */
+struct sweep_cfg {
+	unsigned buffer_kb;
+	unsigned drain_buffer_percent;  /* 0: no wake-ups */
+};
+
+static int run_recorder_with(bool compact, const struct sweep_cfg *sc, struct live_result *res,
+			     FILE *notes);
+
 static int run_recorder(bool compact, struct live_result *res, FILE *notes)
 {
-	char name[64], dir[PATH_MAX], path[PATH_MAX];
+	return run_recorder_with(compact, NULL, res, notes);
+}
+
+static int write_sweep_cfg(const char *path, const char *instance, const struct sweep_cfg *sc)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		return negative_errno();
+	fprintf(f, "buffers { size_kb: 65536 fill_policy: DISCARD }\n"
+		   "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
+		   "  ftrace_config { ftrace_events: \"sched/sched_switch\"\n"
+		   "    ftrace_events: \"sched/sched_waking\" instance_name: \"%s\"\n"
+		   "    compact_sched { enabled: true } drain_period_ms: 100 buffer_size_kb: %u\n",
+		instance, sc->buffer_kb);
+	if (sc->drain_buffer_percent)
+		fprintf(f, "    drain_buffer_percent: %u\n", sc->drain_buffer_percent);
+	fprintf(f, "} } }\nduration_ms: 600000\n");
+	return fclose(f) == 0 ? 0 : negative_errno();
+}
+
+static int run_recorder_with(bool compact, const struct sweep_cfg *sc, struct live_result *res,
+			     FILE *notes)
+{
+	char name[64], dir[PATH_MAX], path[PATH_MAX], cfg[PATH_MAX];
 	_cleanup_free_ char *out = NULL;
 	struct bench_child ch = { .in_fd = -EBADF, .out_fd = -EBADF };
 	struct stat st;
@@ -418,7 +453,15 @@ static int run_recorder(bool compact, struct live_result *res, FILE *notes)
 	if (r < 0)
 		return log_error_errno(r, "Cannot create instance %s: %m", name);
 	n_cpus = bench_ncpus(dir);
-	{
+	(void)snprintf(cfg, sizeof(cfg), "/tmp/tp-bench-%d.pbtxt", (int)getpid());
+	if (sc) {
+		char *argv[] = { (char *)arg_recorder, (char *)"record", (char *)"-o", path,
+				 (char *)"-c", cfg, NULL };
+
+		r = write_sweep_cfg(cfg, name, sc);
+		if (r >= 0)
+			r = bench_spawn(argv, /* want_stdin= */ false, &ch);
+	} else {
 		char *argv[] = { (char *)arg_recorder, (char *)"record", (char *)"-o", path,
 				 (char *)"-t", (char *)"600s", (char *)"--no-process-names",
 				 (char *)"-i", name,
@@ -444,9 +487,62 @@ static int run_recorder(bool compact, struct live_result *res, FILE *notes)
 			res->out_bytes = (uint64_t)st.st_size;
 		(void)unlink(path);
 	}
+	if (sc)
+		(void)unlink(cfg);
 	if (bench_instance_remove(name) < 0)
 		log_warning("Could not remove %s", dir);
 	return r;
+}
+
+/* ---- where the first overrun appears -------------------------------------- */
+
+/*
+ * The workload runs at the highest rate this machine reaches; what moves
+ * the first overrun is how much the kernel may buffer between two drains.
+ * Halve the per-CPU buffer until events are lost, with 100 ms drain
+ * periods, without and with drain_buffer_percent wake-ups.
+ */
+static void run_sweep(FILE *out)
+{
+	static const unsigned sizes_kb[] = { 2048, 1024, 512, 256, 128, 64, 32 };
+
+	for (int wake = 0; wake <= 1; wake++) {
+		char line[1024];
+		int k = snprintf(line, sizeof(line), "overrun sweep, drain every 100 ms%s:",
+				 wake ? " + drain_buffer_percent 50" : "");
+		bool loss_seen = false;
+		unsigned smallest_clean = 0;
+
+		for (size_t i = 0; i < ARRAY_SIZE(sizes_kb) && !arg_stop; i++) {
+			const struct sweep_cfg sc = { sizes_kb[i], wake ? 50 : 0 };
+			struct live_result res;
+			double rate;
+
+			(void)run_recorder_with(true, &sc, &res, out);
+			if (!res.ok)
+				break;
+			rate = res.window_ns ? (double)(res.events + res.overruns) * 1e9 / (double)res.window_ns : 0;
+			if (k > 0 && (size_t)k < sizeof(line))
+				k += snprintf(line + k, sizeof(line) - (size_t)k,
+					      " %u KiB/CPU %.2f M ev/s lost %" PRIu64 " (%.2f %%);", sizes_kb[i],
+					      rate / 1e6, res.overruns,
+					      res.events + res.overruns ? 100.0 * (double)res.overruns /
+						      (double)(res.events + res.overruns) : 0.0);
+			if (res.overruns == 0 && !loss_seen)
+				smallest_clean = sizes_kb[i];
+			else
+				loss_seen = true;
+			if (res.overruns > 0 && i + 1 < ARRAY_SIZE(sizes_kb) &&
+			    res.overruns * 20 > res.events)
+				break;  /* past 5 % lost: smaller buffers only lose more */
+		}
+		if (k > 0 && (size_t)k < sizeof(line) && line[k - 1] == ';')
+			line[k - 1] = 0;
+		bench_note(out, "%s", line);
+		if (smallest_clean)
+			bench_note(out, "smallest per-CPU buffer with no overrun at this machine's top rate%s: %u KiB",
+				   wake ? " (with wake-ups)" : "", smallest_clean);
+	}
 }
 
 /* ---- the daemon beside a service in another process ----------------------- */
@@ -846,7 +942,7 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: %s [-t SECONDS] [-w PAIRS] [--recorder PATH] [--service PATH]\n"
-			       "       [--only floor|compact|plain|daemon|trace-cmd] [--no-trace-cmd]"
+			       "       [--only floor|compact|plain|daemon|trace-cmd|sweep] [--no-trace-cmd]"
 			       " [--rows]\n", argv[0]);
 			return 0;
 		default:
@@ -968,6 +1064,14 @@ int main(int argc, char **argv)
 	if (!notes)
 		return log_error_errno(-ENOMEM, "Out of memory"), 1;
 
+	/* Not part of the default run: it records a dozen times. */
+	if (arg_only && strcmp(arg_only, "sweep") == 0) {
+		run_sweep(notes);
+		fclose(notes);
+		if (notes_buf)
+			fputs(notes_buf, stdout);
+		return arg_stop ? 1 : 0;
+	}
 	r = bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &base1);
 	if (r < 0)
 		return log_error_errno(r, "The workload failed: %m"), 1;

@@ -67,6 +67,8 @@ void recorder_options_init(struct recorder_options *o)
 	memset(o, 0, sizeof(*o));
 	o->duration_ms = 10000;
 	o->compact_sched = -1;
+	/* a burst is drained when it comes, not at the next tick */
+	o->drain_buffer_percent = 50;
 	o->process_names = true;
 	/* enough for a busy 2-CPU machine between two drains, without overruns */
 	o->buffer_size_kb = 8192;
@@ -460,6 +462,9 @@ static void usage(FILE *f)
 		"      --process-names      scan /proc for process and thread names (default)\n"
 		"      --no-process-names   do not\n"
 		"  -p, --drain-period MS    how often to read the kernel buffers (default 100)\n"
+		"      --drain-buffer-percent N\n"
+		"                           read a CPU's buffer at once when it is N %% full\n"
+		"                           (default 50; 0: only every drain period)\n"
 		"  -i, --instance NAME      record from the tracefs instance NAME (must exist)\n"
 		"  -c, --config FILE        a Perfetto TraceConfig (text or binary) instead of\n"
 		"                           the options above\n"
@@ -469,13 +474,14 @@ static void usage(FILE *f)
 
 int recorder_main(int argc, char **argv)
 {
-	enum { OPT_COMPACT = 256, OPT_NO_COMPACT, OPT_PROCESS, OPT_NO_PROCESS };
+	enum { OPT_COMPACT = 256, OPT_NO_COMPACT, OPT_PROCESS, OPT_NO_PROCESS, OPT_WAKE };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "time", required_argument, NULL, 't' },
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "event", required_argument, NULL, 'e' },
 		{ "drain-period", required_argument, NULL, 'p' },
+		{ "drain-buffer-percent", required_argument, NULL, OPT_WAKE },
 		{ "instance", required_argument, NULL, 'i' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "compact-sched", no_argument, NULL, OPT_COMPACT },
@@ -524,6 +530,12 @@ int recorder_main(int argc, char **argv)
 			o.drain_period_ms = ms;
 			break;
 		}
+		case OPT_WAKE:
+			if (safe_atou32(optarg, &o.drain_buffer_percent) < 0 || o.drain_buffer_percent > 100) {
+				log_error("Invalid drain buffer percent '%s' (0..100)", optarg);
+				return 2;
+			}
+			break;
 		case 'i':
 			o.instance = optarg;
 			break;

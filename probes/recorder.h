@@ -22,6 +22,7 @@ struct recorder_options {
 	uint32_t buffer_size_kb;        /* -b: per-CPU kernel buffer, 0 = default */
 	uint32_t service_buffer_kb;     /* the service's buffer for ftrace data */
 	uint32_t drain_period_ms;       /* 0 = default */
+	uint32_t drain_buffer_percent;  /* drain at once at this fill level; 0 = off */
 	const char *events[RECORDER_MAX_EVENTS];
 	size_t n_events;
 	int compact_sched;              /* -1 unset (on), 0 off, 1 on */

@@ -144,6 +144,8 @@ int recorder_config_text_from_options(const struct recorder_options *o, char **r
 		fprintf(f, "    buffer_size_kb: %u\n", o->buffer_size_kb);
 	if (o->drain_period_ms)
 		fprintf(f, "    drain_period_ms: %u\n", o->drain_period_ms);
+	if (o->drain_buffer_percent)
+		fprintf(f, "    drain_buffer_percent: %u\n", o->drain_buffer_percent);
 	if (o->instance) {
 		if (!instance_name_ok(o->instance)) {
 			fclose(f);

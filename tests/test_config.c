@@ -179,6 +179,8 @@ START_TEST(test_flags_match_example)
 	}
 	ck_assert_uint_eq(a->buffer_size_kb, b->buffer_size_kb);
 	ck_assert_uint_eq(a->drain_period_ms, b->drain_period_ms);
+	ck_assert_uint_eq(a->drain_buffer_percent, b->drain_buffer_percent);
+	ck_assert_uint_eq(a->drain_buffer_percent, 50);
 	ck_assert_int_eq(a->compact_sched->enabled, b->compact_sched->enabled);
 	ck_assert_str_eq(from_flags->data_sources[1]->config->name, "linux.process_stats");
 	ck_assert(from_flags->data_sources[1]->config->process_stats_config->scan_all_processes_on_start);

@@ -127,6 +127,7 @@ START_TEST(test_record_starved)
 	o.duration_ms = 3000;
 	o.buffer_size_kb = 16;          /* a few pages per CPU */
 	o.drain_period_ms = 1500;       /* and drained rarely */
+	o.drain_buffer_percent = 0;     /* with no wake-ups in between */
 	o.process_names = false;
 	ck_assert_int_eq(recorder_run(&o), 0);
 	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
