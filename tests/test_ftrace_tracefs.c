@@ -942,6 +942,36 @@ START_TEST(test_stats_parse)
 END_TEST
 
 /* Without root: a clear error, not a crash or a half setup. */
+/* Only what a config can name is listed, and it resolves as the full list does. */
+START_TEST(test_available_filtered)
+{
+	struct ftrace_tracefs *t = open_inst(NULL);
+	struct ftrace_event_list *all = NULL, *some = NULL, *bare = NULL;
+	const char *reqs[] = { "sched/*", "ftrace/print" };
+	const char *bare_reqs[] = { "sched_switch" };
+
+	ck_assert_int_eq(ftrace_tracefs_read_available(t, NULL, 0, &all), 0);
+	ck_assert_int_eq(ftrace_tracefs_read_available(t, reqs, 2, &some), 0);
+	ck_assert_int_eq(ftrace_tracefs_read_available(t, bare_reqs, 1, &bare), 0);
+	ck_assert_ptr_nonnull(ftrace_event_list_find(all, "sched", "sched_switch"));
+	ck_assert_ptr_nonnull(ftrace_event_list_find(all, "irq", "irq_handler_entry"));
+	/* a named group comes whole, the rest not at all */
+	ck_assert_ptr_nonnull(ftrace_event_list_find(some, "sched", "sched_switch"));
+	ck_assert_ptr_nonnull(ftrace_event_list_find(some, "sched", "sched_process_exit"));
+	ck_assert_ptr_nonnull(ftrace_event_list_find(some, "ftrace", "print"));
+	ck_assert_ptr_null(ftrace_event_list_find(some, "irq", "irq_handler_entry"));
+	ck_assert_uint_lt(ftrace_event_list_size(some) * 4, ftrace_event_list_size(all));
+	/* a bare name: that name in whatever group has it */
+	ck_assert_ptr_nonnull(ftrace_event_list_find(bare, "sched", "sched_switch"));
+	ck_assert_ptr_null(ftrace_event_list_find(bare, "sched", "sched_waking"));
+	ck_assert_uint_ge(ftrace_event_list_size(bare), 1);
+	ftrace_event_list_free(all);
+	ftrace_event_list_free(some);
+	ftrace_event_list_free(bare);
+	ftrace_tracefs_free(t);
+}
+END_TEST
+
 START_TEST(test_not_root)
 {
 	pid_t pid = fork();
@@ -1004,6 +1034,7 @@ static Suite *suite(void)
 	tcase_add_test(k, test_attach_replays_leftover_first);
 	tcase_add_test(k, test_ds_setup_rejects_bad_instance_names);
 	tcase_add_test(k, test_ds_unknown_events_not_fatal);
+	tcase_add_test(k, test_available_filtered);
 	tcase_add_test(k, test_not_root);
 	tcase_add_test(k, test_zz_everything_restored);
 	suite_add_tcase(s, k);

@@ -250,9 +250,13 @@ int ftrace_tracefs_page_size(struct ftrace_tracefs *t, size_t *ret);
  * ftrace_tracefs_read_available - the events of this directory (its
  * events/<group>/<name>/ tree; instances have no available_events), with
  * the ftrace/ group flagged FTRACE_EVENT_ALWAYS_ON, as a sorted list.
+ * With @reqs (FtraceConfig.ftrace_events), only what they can resolve to:
+ * every event of a group they name, and the events named like a bare
+ * "name" in any group; NULL: all of them.
  */
 struct ftrace_event_list;
-int ftrace_tracefs_read_available(struct ftrace_tracefs *t, struct ftrace_event_list **ret);
+int ftrace_tracefs_read_available(struct ftrace_tracefs *t, const char *const *reqs, size_t n_reqs,
+				  struct ftrace_event_list **ret);
 
 /* ==== event names and config validation (ftrace_config.c) =============== */
 

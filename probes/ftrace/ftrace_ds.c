@@ -166,7 +166,9 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	ds->inst->sessions = ds;
 	n_cpus = ds->inst->n_cpus;
 
-	r = ftrace_tracefs_read_available(ds->inst->tfs, &ds->avail);
+	/* Only what the config can name: the full list is thousands of events. */
+	r = ftrace_tracefs_read_available(ds->inst->tfs, (const char *const *)cfg->ftrace_events,
+					  cfg->n_ftrace_events, &ds->avail);
 	if (r < 0) {
 		ftrace_set_error(ret_error, ftrace_strdup_printf("read %s/available_events: %s",
 								 ftrace_tracefs_path(ds->inst->tfs), strerror(-r)));

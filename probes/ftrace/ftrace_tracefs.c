@@ -353,14 +353,57 @@ static bool is_dir_entry(int dfd, const struct dirent *de)
 	return fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Every events/<group>/<event>/ directory of one group. */
-static int add_group(struct ftrace_event_list *l, int events_fd, const char *group)
+/*
+ * Which events a config can name: all of a group it names ("group/x", or
+ * the whole-group wildcard), and in every group the events called like a
+ * bare "name" (resolving one needs to know whether another group has it
+ * too).  A kernel has thousands of events; a config wants a few.
+ */
+struct wanted {
+	const char *const *reqs;        /* NULL: every event */
+	size_t n;
+};
+
+static bool wants_group(const struct wanted *w, const char *group)
+{
+	size_t glen = strlen(group);
+
+	if (!w->reqs)
+		return true;
+	for (size_t i = 0; i < w->n; i++)
+		if (w->reqs[i] && strncmp(w->reqs[i], group, glen) == 0 && w->reqs[i][glen] == '/')
+			return true;
+	return false;
+}
+
+static bool wants_bare(const struct wanted *w, const char *name)
+{
+	for (size_t i = 0; w->reqs && i < w->n; i++)
+		if (w->reqs[i] && strcmp(w->reqs[i], name) == 0)
+			return true;
+	return false;
+}
+
+static bool any_bare(const struct wanted *w)
+{
+	for (size_t i = 0; w->reqs && i < w->n; i++)
+		if (w->reqs[i] && !strchr(w->reqs[i], '/'))
+			return true;
+	return false;
+}
+
+/* The wanted events/<group>/<event>/ directories of one group. */
+static int add_group(struct ftrace_event_list *l, int events_fd, const char *group,
+		     const struct wanted *w)
 {
 	_cleanup_close_ int fd = -EBADF;
 	unsigned flags = strcmp(group, "ftrace") == 0 ? FTRACE_EVENT_ALWAYS_ON : 0;
+	bool whole = wants_group(w, group);
 	DIR *d;
 	int r = 0;
 
+	if (!whole && !any_bare(w))
+		return 0;
 	fd = openat(events_fd, group, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : negative_errno();
@@ -369,7 +412,8 @@ static int add_group(struct ftrace_event_list *l, int events_fd, const char *gro
 		return negative_errno();
 	TAKE_FD(fd);
 	for (struct dirent *de; r >= 0 && (de = readdir(d));) {
-		if (!ftrace_name_valid(de->d_name) || !is_dir_entry(dirfd(d), de))
+		if (!ftrace_name_valid(de->d_name) || (!whole && !wants_bare(w, de->d_name)) ||
+		    !is_dir_entry(dirfd(d), de))
 			continue;
 		r = ftrace_event_list_add(l, group, de->d_name, flags);
 	}
@@ -382,8 +426,10 @@ static int add_group(struct ftrace_event_list *l, int events_fd, const char *gro
  * available_events: instances have no available_events file, and the tree
  * also lists the always-on ftrace/ events (print, bputs...).
  */
-int ftrace_tracefs_read_available(struct ftrace_tracefs *t, struct ftrace_event_list **ret)
+int ftrace_tracefs_read_available(struct ftrace_tracefs *t, const char *const *reqs, size_t n_reqs,
+				  struct ftrace_event_list **ret)
 {
+	const struct wanted w = { reqs, n_reqs };
 	_cleanup_(ftrace_event_list_freep) struct ftrace_event_list *l = NULL;
 	_cleanup_close_ int fd = -EBADF;
 	DIR *d;
@@ -403,7 +449,7 @@ int ftrace_tracefs_read_available(struct ftrace_tracefs *t, struct ftrace_event_
 	for (struct dirent *de; r >= 0 && (de = readdir(d));) {
 		if (!ftrace_name_valid(de->d_name) || !is_dir_entry(dirfd(d), de))
 			continue;
-		r = add_group(l, dirfd(d), de->d_name);
+		r = add_group(l, dirfd(d), de->d_name, &w);
 	}
 	closedir(d);
 	if (r < 0)
