@@ -53,7 +53,6 @@ enum {
  * lookup it would have cost anyway.
  */
 #define PID_CACHE_SLOTS 256u
-#define PID_NO_COMM UINT32_MAX
 
 struct pid_slot {
 	int32_t pid;
@@ -70,6 +69,7 @@ struct bundler {
 	struct ftrace_pidset *pids;
 	struct ftrace_pass_stats *stats;
 	bool dyn_used;                  /* some dyn_used bit is set */
+	bool usual_layout;              /* compact formats are usual_layout's */
 	int packets;
 	struct pid_slot pid_cache[PID_CACHE_SLOTS];
 	struct pbw scratch;
@@ -183,7 +183,6 @@ static inline void note_pid(struct bundler *b, int32_t pid)
 	if (s->pid == pid)
 		return;
 	s->pid = pid;
-	s->comm = PID_NO_COMM;
 	/* Full set: the pid is dropped and flagged now, and would be again. */
 	(void)ftrace_pidset_add(b->pids, pid);
 }
@@ -192,7 +191,7 @@ static void pid_cache_init(struct bundler *b)
 {
 	/* Slot i starts with a value that maps to another slot: no pid hits it. */
 	for (uint32_t i = 0; i < PID_CACHE_SLOTS; i++)
-		b->pid_cache[i] = (struct pid_slot){ .pid = (int32_t)(i ^ 1), .comm = PID_NO_COMM };
+		b->pid_cache[i] = (struct pid_slot){ .pid = (int32_t)(i ^ 1) };
 }
 
 /* ---- field encoding ------------------------------------------------------ */
@@ -369,11 +368,10 @@ static bool write_legacy_fields(struct bundler *b, struct pbw *w, const struct f
 	return ok;
 }
 
-/* Returns: false for INVALID_EVENT (record too short or bad string span).
- * Not inlined: the page loop keeps its registers for the compact path. */
-static __attribute__((noinline)) bool write_event(struct bundler *b,
-						  const struct ftrace_event_tr *tr,
-						  const struct ftrace_record *rec)
+/* Returns: false for INVALID_EVENT (record too short or bad string span). */
+static inline __attribute__((always_inline)) bool write_event(struct bundler *b,
+							      const struct ftrace_event_tr *tr,
+							      const struct ftrace_record *rec)
 {
 	struct ftrace_parser *p = b->p;
 	struct pbw *w = bundle_get(b);
@@ -438,7 +436,20 @@ static __attribute__((noinline)) bool write_event(struct bundler *b,
 	return ok;
 }
 
+/* write_event(), not inlined: the page loop with compact_sched keeps its
+ * registers for the compact path. */
+static __attribute__((noinline)) bool write_event_apart(struct bundler *b,
+							const struct ftrace_event_tr *tr,
+							const struct ftrace_record *rec)
+{
+	return write_event(b, tr, rec);
+}
+
 /* ---- compact_sched ------------------------------------------------------- */
+
+/* The compact path goes into each copy of the page loop (parse_payload()),
+ * whatever the compiler's size limits. */
+#define _always_inline_ inline __attribute__((always_inline))
 
 /*
  * Check the limits of the open bundle before the next compact entry: an
@@ -467,8 +478,8 @@ static uint32_t compact_room(struct bundler *b, struct ftrace_compact_buf *cb,
  * answers both most of the time: the pid is known in this call, and its
  * comm is the one it had the last time.
  */
-static inline uint32_t compact_pid_comm(struct bundler *b, struct ftrace_compact_buf *cb,
-					int32_t pid, const uint8_t *p)
+static _always_inline_ uint32_t compact_pid_comm(struct bundler *b, struct ftrace_compact_buf *cb,
+						 int32_t pid, const uint8_t *p)
 {
 	struct pid_slot *s = pid_slot(b, pid);
 	uint64_t raw[2];
@@ -488,8 +499,9 @@ static inline uint32_t compact_pid_comm(struct bundler *b, struct ftrace_compact
 	return s->comm;
 }
 
-static inline void compact_switch(struct bundler *b, const struct ftrace_compact_format *cf,
-				  struct ftrace_compact_buf *cb, const struct ftrace_record *rec)
+static _always_inline_ void compact_switch(struct bundler *b, const struct ftrace_compact_format *cf,
+					   struct ftrace_compact_buf *cb,
+					   const struct ftrace_record *rec)
 {
 	const uint8_t *d = rec->data;
 	int64_t prev_state;
@@ -511,8 +523,9 @@ static inline void compact_switch(struct bundler *b, const struct ftrace_compact
 	ftrace_compact_put(cb, FTRACE_CS_SW_COMM, (uint8_t)comm);
 }
 
-static inline void compact_waking(struct bundler *b, const struct ftrace_compact_format *cf,
-				  struct ftrace_compact_buf *cb, const struct ftrace_record *rec)
+static _always_inline_ void compact_waking(struct bundler *b, const struct ftrace_compact_format *cf,
+					   struct ftrace_compact_buf *cb,
+					   const struct ftrace_record *rec)
 {
 	const uint8_t *d = rec->data;
 	int32_t pid;
@@ -534,14 +547,57 @@ static inline void compact_waking(struct bundler *b, const struct ftrace_compact
 
 /* ---- pages ----------------------------------------------------------------- */
 
-static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *data,
-					      const struct ftrace_page_header *hdr)
+/*
+ * sched_switch and sched_waking as 64-bit kernels lay them out (prev_state
+ * a long).  Sessions whose formats match get a copy of the page loop
+ * compiled with these offsets and sizes as constants: no load per field,
+ * no test of the prev_state size.  Others get the copy that reads them
+ * from the parser's layout.
+ */
+static const struct ftrace_compact_format usual_layout = {
+	.switch_size = 64,
+	.waking_size = 36,
+	.sw_prev_state_off = 32,
+	.sw_prev_state_size = 8,
+	.sw_next_pid_off = 56,
+	.sw_next_prio_off = 60,
+	.sw_next_comm_off = 40,
+	.wk_pid_off = 24,
+	.wk_target_cpu_off = 32,
+	.wk_prio_off = 28,
+	.wk_comm_off = 8,
+	.wk_common_flags_off = 2,
+};
+
+static bool is_usual_layout(const struct ftrace_compact_format *cf)
+{
+	const struct ftrace_compact_format *u = &usual_layout;
+
+	return cf->switch_size == u->switch_size && cf->waking_size == u->waking_size &&
+	       cf->sw_prev_state_off == u->sw_prev_state_off &&
+	       cf->sw_prev_state_size == u->sw_prev_state_size &&
+	       cf->sw_next_pid_off == u->sw_next_pid_off &&
+	       cf->sw_next_prio_off == u->sw_next_prio_off &&
+	       cf->sw_next_comm_off == u->sw_next_comm_off && cf->wk_pid_off == u->wk_pid_off &&
+	       cf->wk_target_cpu_off == u->wk_target_cpu_off && cf->wk_prio_off == u->wk_prio_off &&
+	       cf->wk_comm_off == u->wk_comm_off &&
+	       cf->wk_common_flags_off == u->wk_common_flags_off;
+}
+
+/*
+ * The page loop.  @compact: compact_sched is on, with layout @cf.  Callers
+ * pass constants where they can: each gets its own copy of the loop.
+ */
+static _always_inline_ enum ftrace_parse_status parse_payload_as(struct bundler *b,
+								 const uint8_t *data,
+								 const struct ftrace_page_header *hdr,
+								 bool compact,
+								 const struct ftrace_compact_format *cf)
 {
 	struct ftrace_parser *p = b->p;
 	struct ftrace_pass_stats *stats = b->stats;
 	/* Locals: the column stores below could alias the parser's fields. */
 	struct ftrace_compact_buf *cb = p->cb;
-	const struct ftrace_compact_format *cf = &cb->fmt;
 	const struct ftrace_event_tr *const *by_id = p->by_id;
 	const size_t n_ids = p->n_ids;
 	const int sw_id = p->compact_switch_id, wk_id = p->compact_waking_id;
@@ -559,7 +615,7 @@ static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *
 		const struct ftrace_event_tr *tr;
 
 		/* Compact ids are -1 unless active, and then enabled: test them first. */
-		if (rec.event_id == sw_id) {
+		if (compact && rec.event_id == sw_id) {
 			if (_unlikely_(rec.len < cf->switch_size)) {
 				n_records++;
 				status = FTRACE_STATUS_SHORT_COMPACT_EVENT;
@@ -569,7 +625,7 @@ static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *
 				room = compact_room(b, cb, page_last_ts);
 			room--;
 			compact_switch(b, cf, cb, &rec);
-		} else if (rec.event_id == wk_id) {
+		} else if (compact && rec.event_id == wk_id) {
 			if (_unlikely_(rec.len < cf->waking_size)) {
 				n_records++;
 				status = FTRACE_STATUS_SHORT_COMPACT_EVENT;
@@ -595,12 +651,14 @@ static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *
 				page_last_ts = rec.ts;
 				continue;
 			}
-			{
-				/* Through a copy, so that rec never has its address
-				 * taken and stays in registers for the compact path. */
+			if (compact) {
+				/* Through a copy: rec never has its address taken,
+				 * and stays in registers for the compact path. */
 				const struct ftrace_record copy = rec;
 
-				ok = write_event(b, tr, &copy);
+				ok = write_event_apart(b, tr, &copy);
+			} else {
+				ok = write_event(b, tr, &rec);
 			}
 			n_events++;
 			n_generic += tr->type == FTRACE_TR_GENERIC;
@@ -623,6 +681,20 @@ static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *
 	if (status == FTRACE_STATUS_OK && page_last_ts)
 		b->st->last_event_ts = page_last_ts;
 	return status;
+}
+
+/*
+ * Walk one page's records and encode this session's.  Returns: OK, or the
+ * status that stopped the walk (the rest of the page is skipped).
+ */
+static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *data,
+					      const struct ftrace_page_header *hdr)
+{
+	if (b->p->compact_switch_id < 0)
+		return parse_payload_as(b, data, hdr, false, NULL);
+	if (b->usual_layout)
+		return parse_payload_as(b, data, hdr, true, &usual_layout);
+	return parse_payload_as(b, data, hdr, true, b->p->cf);
 }
 
 int ftrace_parser_parse_pages_to(struct ftrace_parser *p, uint32_t cpu, const uint8_t *pages,
@@ -649,8 +721,7 @@ int ftrace_parser_parse_pages_to(struct ftrace_parser *p, uint32_t cpu, const ui
 	pid_cache_init(&b);
 	pbw_init(&b.scratch, b.scratch_buf, sizeof(b.scratch_buf), NULL, NULL);
 	ftrace_compact_buf_reset(p->cb);
-	if (p->cf)
-		p->cb->fmt = *p->cf;
+	b.usual_layout = p->cf && is_usual_layout(p->cf);
 
 	for (size_t i = 0; i < n_pages; i++) {
 		const uint8_t *page = pages + i * page_size;

@@ -270,9 +270,6 @@ enum ftrace_compact_col {
 };
 
 struct ftrace_compact_buf {
-	/* The parser's layout, copied at the start of each pass: the hot
-	 * loop then reaches offsets and columns through one pointer. */
-	struct ftrace_compact_format fmt;
 	uint32_t n_sw, n_wk, n_comms;
 	/* Previous timestamp of each column, 0 at the start of a bundle:
 	 * the first value of a bundle is absolute. */
