@@ -79,6 +79,7 @@ struct live_result {
 	long hwm_kb;            /* VmHWM just before the stop */
 	uint64_t steady_ns;     /* main-thread CPU during the workload window */
 	uint64_t steady_events; /* events read (kernel count) during the window */
+	uint64_t commits;       /* CommitData requests the service got (daemon) */
 };
 
 static uint64_t rusage_ns(const struct rusage *ru)
@@ -672,6 +673,12 @@ static int run_daemon(const char *service, struct live_result *res, FILE *notes)
 	}
 	if (stat(out_path, &stb) == 0)
 		res->out_bytes = (uint64_t)stb.st_size;
+	if (svc_out) {
+		const char *p = strstr(svc_out, " bytes, ");
+
+		if (p)
+			(void)sscanf(p, " bytes, %" SCNu64 " commits", &res->commits);
+	}
 	res->ok = r >= 0 && res->events > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	if (!res->ok) {
 		bench_note(notes, "traced-probes daemon failed (%s; service status 0x%x): service: %s",
@@ -1132,9 +1139,11 @@ int main(int argc, char **argv)
 	if (dmn.ok)
 		bench_note(stdout, "traced-probes daemon (default settings, service in another process):"
 			   " peak RSS (VmHWM) %.2f MiB; just before the stop %.2f MiB = anon %.2f + file"
-			   " %.2f + shmem %.2f (the SMB); CPU is the whole daemon process",
+			   " %.2f + shmem %.2f (the SMB); CPU is the whole daemon process; %.1f SMB commits"
+			   " per second",
 			   dmn.hwm_kb / 1024.0, dmn.rss_kb / 1024.0, dmn.rss_anon_kb / 1024.0,
-			   dmn.rss_file_kb / 1024.0, dmn.rss_shmem_kb / 1024.0);
+			   dmn.rss_file_kb / 1024.0, dmn.rss_shmem_kb / 1024.0,
+			   dmn.window_ns ? (double)dmn.commits * 1e9 / (double)dmn.window_ns : 0.0);
 	{
 		const struct live_result *rs[] = { &floor_res, &comp, &plain, &dmn };
 		const char *names[] = { "floor", "record compact", "record plain", "daemon" };

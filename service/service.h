@@ -171,6 +171,7 @@ struct svc_session_stats {
 	uint64_t packets;           /* producer packets written to the file */
 	uint64_t bytes;             /* bytes written to the file, framing included */
 	uint64_t invalid_packets;   /* dropped by the packet validator */
+	uint64_t commits;           /* CommitData requests of its producers */
 	uint64_t chunks_read;
 	uint64_t chunks_discarded;  /* not Complete, bad page, forbidden buffer */
 	uint64_t abi_violations;

@@ -763,6 +763,9 @@ static int commit_data(struct svc_producer *p, const uint8_t *args, size_t len, 
 		ipc_reply_free(reply);
 		return 0;
 	}
+	for (struct svc_session *ss = p->svc->sessions_head; ss; ss = ss->sessions_next)
+		if (svc_producer_in_session(p, ss))
+			ss->stats.commits++;
 	for (size_t i = 0; i < req->n_chunks_to_move; i++)
 		move_chunk(p, req->chunks_to_move[i]);
 	for (size_t i = 0; i < req->n_chunks_to_patch; i++)

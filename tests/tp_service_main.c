@@ -56,9 +56,11 @@ static void on_done(struct svc_session *ss, int error, void *userdata)
 	struct svc_session_stats st;
 
 	if (svc_session_get_stats(ss, &st) >= 0)
-		log_info("session done: %llu packets, %llu bytes, %llu chunks discarded, %llu abi violations, "
-			 "%llu packets lost, %llu invalid packets, flushes %llu acked / %llu timed out",
+		log_info("session done: %llu packets, %llu bytes, %llu commits, %llu chunks discarded, "
+			 "%llu abi violations, %llu packets lost, %llu invalid packets, "
+			 "flushes %llu acked / %llu timed out",
 			 (unsigned long long)st.packets, (unsigned long long)st.bytes,
+			 (unsigned long long)st.commits,
 			 (unsigned long long)st.chunks_discarded, (unsigned long long)st.abi_violations,
 			 (unsigned long long)st.packets_lost, (unsigned long long)st.invalid_packets,
 			 (unsigned long long)st.flushes_acked, (unsigned long long)st.flushes_timed_out);
