@@ -59,6 +59,13 @@ struct pid_slot {
 	uint32_t comm;
 };
 
+/*
+ * The page loop has one copy per compact_sched case (parse_payload()): what
+ * it calls per record goes into each copy, whatever the compiler's size
+ * limits.
+ */
+#define _always_inline_ inline __attribute__((always_inline))
+
 /* State of one parse_pages call. */
 struct bundler {
 	struct ftrace_parser *p;
@@ -368,10 +375,13 @@ static bool write_legacy_fields(struct bundler *b, struct pbw *w, const struct f
 	return ok;
 }
 
-/* Returns: false for INVALID_EVENT (record too short or bad string span). */
-static inline __attribute__((always_inline)) bool write_event(struct bundler *b,
-							      const struct ftrace_event_tr *tr,
-							      const struct ftrace_record *rec)
+/*
+ * Returns: false for INVALID_EVENT (record too short or bad string span).
+ * Part of the page loop when compact_sched is off; write_event_apart()
+ * when it is on.
+ */
+static _always_inline_ bool write_event(struct bundler *b, const struct ftrace_event_tr *tr,
+					const struct ftrace_record *rec)
 {
 	struct ftrace_parser *p = b->p;
 	struct pbw *w = bundle_get(b);
@@ -446,10 +456,6 @@ static __attribute__((noinline)) bool write_event_apart(struct bundler *b,
 }
 
 /* ---- compact_sched ------------------------------------------------------- */
-
-/* The compact path goes into each copy of the page loop (parse_payload()),
- * whatever the compiler's size limits. */
-#define _always_inline_ inline __attribute__((always_inline))
 
 /*
  * Check the limits of the open bundle before the next compact entry: an

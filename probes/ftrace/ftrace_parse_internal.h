@@ -298,19 +298,18 @@ static inline void ftrace_compact_buf_reset(struct ftrace_compact_buf *b)
 }
 
 /*
- * Room kept past the end of each column: a value of n bytes may be
- * written as a wider word, the bytes past n being overwritten by the next
- * value (or left unused at the end).
+ * Room kept past the end of each column for ftrace_put_varint(), which
+ * stores a three-byte value as a four-byte word (the next value
+ * overwrites the extra byte).
  */
 #define FTRACE_COMPACT_COL_SLACK 8u
 
 /*
  * A varint, with the short ones (most values) written without a loop.
- * Up to four bytes, the encoding is computed as one word: with v = a +
- * 2^7 b + 2^14 c + 2^21 d (each digit < 128), the bytes a, b, c, d sit at
- * 2^0, 2^8, 2^16, 2^24 once v is added the parts of itself that make up
- * the difference; then the continuation bits are set.  May write up to
- * FTRACE_COMPACT_COL_SLACK bytes past the value.
+ * Up to four bytes, the encoding is computed as one little-endian word
+ * rather than byte by byte: for v = a + 2^7 b + 2^14 c + 2^21 d (digits
+ * below 128), a + 2^8 b + 2^16 c + 2^24 d is v plus the masked parts of v
+ * that move each digit up to its byte; the continuation bits are added.
  */
 static inline uint8_t *ftrace_put_varint(uint8_t *p, uint64_t v)
 {
