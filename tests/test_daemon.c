@@ -11,7 +11,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "probes/ftrace/ftrace.h"
@@ -130,6 +132,80 @@ START_TEST(test_daemon_service_restart)
 	ck_assert_int_eq(tp_wait_exit(daemon), 0);
 	ck_assert(tracefs_restored());
 	(void)tp_workload_stop(&w);
+}
+END_TEST
+
+/* Collects the service manager notifications the daemon sends. */
+static int notify_listen(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
+	strcpy(sa.sun_path, path);
+	(void)unlink(path);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* Waits up to @ms for a datagram containing @what; appends all it saw to @log. */
+static bool notify_wait(int fd, const char *what, unsigned ms, char *log, size_t log_len)
+{
+	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000u;
+
+	while (now_ns(CLOCK_MONOTONIC) < deadline) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		char buf[256];
+		ssize_t n;
+
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		n = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		if (strlen(log) + (size_t)n + 2 < log_len) {
+			strcat(log, buf);
+			strcat(log, "|");
+		}
+		if (strstr(buf, what))
+			return true;
+	}
+	return false;
+}
+
+/* Ready at once (traced may come later), watchdog pings, status, stopping. */
+START_TEST(test_daemon_notifies)
+{
+	char path[600], cfg[600], out[600], log[4096] = "";
+	pid_t svc, daemon;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/notify.sock", tmpdir);
+	snprintf(cfg, sizeof(cfg), "%s/notify.pbtxt", tmpdir);
+	snprintf(out, sizeof(out), "%s/notify.pftrace", tmpdir);
+	write_config(cfg, "ftrace_events: \"sched/sched_switch\"", 60000);
+	fd = notify_listen(path);
+	ck_assert_int_eq(setenv("NOTIFY_SOCKET", path, 1), 0);
+	ck_assert_int_eq(setenv("WATCHDOG_USEC", "200000", 1), 0);
+	daemon = spawn_daemon();
+	ck_assert_int_eq(unsetenv("NOTIFY_SOCKET"), 0);
+	ck_assert_int_eq(unsetenv("WATCHDOG_USEC"), 0);
+
+	/* no service yet: ready anyway */
+	ck_assert_msg(notify_wait(fd, "READY=1", 5000, log, sizeof(log)), "no READY=1: %s", log);
+	ck_assert_msg(strstr(log, "STATUS=Waiting for the tracing service"), "%s", log);
+	ck_assert_msg(notify_wait(fd, "WATCHDOG=1", 2000, log, sizeof(log)), "no watchdog ping: %s", log);
+	svc = spawn_service(cfg, out);
+	ck_assert_msg(notify_wait(fd, "STATUS=Connected", 10000, log, sizeof(log)), "%s", log);
+	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
+	ck_assert_msg(notify_wait(fd, "STOPPING=1", 5000, log, sizeof(log)), "%s", log);
+	ck_assert_int_eq(tp_wait_exit(daemon), 0);
+	ck_assert_int_eq(kill(svc, SIGTERM), 0);
+	(void)tp_wait_exit(svc);
+	close(fd);
+	ck_assert(tracefs_restored());
 }
 END_TEST
 
@@ -314,6 +390,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_daemon_service_restart);
 	tcase_add_test(tc, test_daemon_sigterm_mid_session);
+	tcase_add_test(tc, test_daemon_notifies);
 	tcase_add_test(tc, test_two_sessions);
 	tcase_add_test(tc, test_daemon_over_tcp);
 	suite_add_tcase(s, tc);
