@@ -333,6 +333,20 @@ static int workload_then_stop(struct bench_child *ch, bool run, struct live_resu
 
 /* ---- scenarios ------------------------------------------------------------ */
 
+/*
+ * The instance gets the buffer size the tracer will ask for (@kb, 0: the
+ * default 8 MiB) before the tracer starts, as the floor's does: the
+ * kernel allocating and freeing the ring buffer is not a cost per event,
+ * and the floor is not charged for it either.
+ */
+static void presize(const char *dir, unsigned kb)
+{
+	char v[16];
+
+	(void)snprintf(v, sizeof(v), "%u", kb ? kb : 8192u);
+	(void)bench_file_write(dir, "buffer_size_kb", v, false);
+}
+
 static int run_floor(const char *self, struct live_result *res)
 {
 	char name[64], dir[PATH_MAX];
@@ -454,6 +468,7 @@ static int run_recorder_with(bool compact, const struct sweep_cfg *sc, struct li
 	if (r < 0)
 		return log_error_errno(r, "Cannot create instance %s: %m", name);
 	n_cpus = bench_ncpus(dir);
+	presize(dir, sc ? sc->buffer_kb : 0);
 	(void)snprintf(cfg, sizeof(cfg), "/tmp/tp-bench-%d.pbtxt", (int)getpid());
 	if (sc) {
 		char *argv[] = { (char *)arg_recorder, (char *)"record", (char *)"-o", path,
@@ -606,6 +621,7 @@ static int run_daemon(const char *service, struct live_result *res, FILE *notes)
 	if (r < 0)
 		return log_error_errno(r, "Cannot create instance %s: %m", name);
 	n_cpus = bench_ncpus(dir);
+	presize(dir, 0);
 	f = fopen(cfg, "we");
 	if (!f) {
 		r = negative_errno();
@@ -1127,7 +1143,7 @@ int main(int argc, char **argv)
 		   " it recorded; wait4() rusage for the floor and trace-cmd (its recorder processes"
 		   " included), the main thread's schedstat for traced-probes record (the producer;"
 		   " peak RSS is the whole process); slowdown: how much longer the workload takes per"
-		   " round trip than alone; buffers: floor and traced-probes 8 MiB/CPU, trace-cmd the"
+		   " round trip than alone; buffers: floor and traced-probes 8 MiB/CPU, sized before each starts, trace-cmd the"
 		   " top-level size as found; clocks: floor and traced-probes boot, trace-cmd local;"
 		   " trace-cmd's .dat is zstd-compressed");
 	if (comp.ok && comp.rss_kb)
