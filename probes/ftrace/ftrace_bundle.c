@@ -6,6 +6,7 @@
  * array lookup by event id and a switch over precomputed field kinds.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "probes/ftrace/ftrace_parse_internal.h"
@@ -78,6 +79,10 @@ struct bundler {
 	bool dyn_used;                  /* some dyn_used bit is set */
 	bool usual_layout;              /* compact formats are usual_layout's */
 	int packets;
+	size_t page_size;
+	unsigned commit_size;
+	bool open;                      /* between batch_begin and batch_end */
+	struct ftrace_packet_sink sink_store;   /* the batch API's sink */
 	struct pid_slot pid_cache[PID_CACHE_SLOTS];
 	struct pbw scratch;
 	uint8_t scratch_buf[SCRATCH_SIZE];
@@ -703,64 +708,80 @@ static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *
 	return parse_payload_as(b, data, hdr, true, b->p->cf);
 }
 
+static void batch_init(struct bundler *b, struct ftrace_parser *p, uint32_t cpu, size_t page_size,
+		       const struct ftrace_packet_sink *sink, struct ftrace_cpu_state *st,
+		       struct ftrace_pidset *pids, struct ftrace_pass_stats *stats)
+{
+	b->p = p;
+	b->sink = sink;
+	b->w = NULL;
+	b->cpu = cpu;
+	b->st = st;
+	b->pids = pids;
+	b->stats = stats;
+	b->dyn_used = false;
+	b->packets = 0;
+	b->page_size = page_size;
+	b->commit_size = ftrace_format_table_commit_size(p->t);
+	pid_cache_init(b);
+	pbw_init(&b->scratch, b->scratch_buf, sizeof(b->scratch_buf), NULL, NULL);
+	ftrace_compact_buf_reset(p->cb);
+	b->usual_layout = p->cf && is_usual_layout(p->cf);
+}
+
+static void batch_page(struct bundler *b, const uint8_t *page)
+{
+	struct ftrace_parser *p = b->p;
+	struct ftrace_pass_stats *stats = b->stats;
+	struct ftrace_page_header hdr;
+	enum ftrace_parse_status status;
+
+	if (stats)
+		stats->pages++;
+	if (ftrace_page_parse_header(page, b->page_size, b->commit_size, &hdr) < 0) {
+		write_error(b, hdr.timestamp, FTRACE_STATUS_ABI_INVALID_PAGE_HEADER);
+		return;
+	}
+	if (stats) {
+		stats->bytes += hdr.data_size;
+		if (hdr.missed_events) {
+			stats->lost_pages++;
+			if (hdr.missed_stored)
+				stats->lost_events += hdr.missed_count;
+			else
+				stats->lost_unknown = true;
+		}
+	}
+	/* One lost_events flag per bundle; and a long comm table makes
+	 * interning slow, so Perfetto restarts it at page boundaries. */
+	if (hdr.missed_events || (b->w && p->cb->n_comms > FTRACE_COMPACT_COMM_THRESHOLD)) {
+		bundle_close(b);
+		bundle_open(b, hdr.missed_events, b->st->last_event_ts);
+	}
+	status = parse_payload(b, page + hdr.header_size, &hdr);
+	if (status != FTRACE_STATUS_OK)
+		write_error(b, hdr.timestamp, status);
+}
+
+static bool batch_args_ok(const struct ftrace_parser *p, const struct ftrace_packet_sink *sink,
+			  const struct ftrace_cpu_state *st, size_t page_size)
+{
+	return p && sink && sink->begin && sink->end && st && page_size >= 16 &&
+	       page_size <= (1u << 27);
+}
+
 int ftrace_parser_parse_pages_to(struct ftrace_parser *p, uint32_t cpu, const uint8_t *pages,
 				 size_t n_pages, size_t page_size,
 				 const struct ftrace_packet_sink *sink, struct ftrace_cpu_state *st,
 				 struct ftrace_pidset *pids, struct ftrace_pass_stats *stats)
 {
-	unsigned commit_size;
 	struct bundler b;
 
-	if (!p || !sink || !sink->begin || !sink->end || !st || (n_pages && !pages) ||
-	    page_size < 16 || page_size > (1u << 27))
+	if (!batch_args_ok(p, sink, st, page_size) || (n_pages && !pages))
 		return -EINVAL;
-	commit_size = ftrace_format_table_commit_size(p->t);
-	b.p = p;
-	b.sink = sink;
-	b.w = NULL;
-	b.cpu = cpu;
-	b.st = st;
-	b.pids = pids;
-	b.stats = stats;
-	b.dyn_used = false;
-	b.packets = 0;
-	pid_cache_init(&b);
-	pbw_init(&b.scratch, b.scratch_buf, sizeof(b.scratch_buf), NULL, NULL);
-	ftrace_compact_buf_reset(p->cb);
-	b.usual_layout = p->cf && is_usual_layout(p->cf);
-
-	for (size_t i = 0; i < n_pages; i++) {
-		const uint8_t *page = pages + i * page_size;
-		struct ftrace_page_header hdr;
-		enum ftrace_parse_status status;
-
-		if (stats)
-			stats->pages++;
-		if (ftrace_page_parse_header(page, page_size, commit_size, &hdr) < 0) {
-			write_error(&b, hdr.timestamp, FTRACE_STATUS_ABI_INVALID_PAGE_HEADER);
-			continue;
-		}
-		if (stats) {
-			stats->bytes += hdr.data_size;
-			if (hdr.missed_events) {
-				stats->lost_pages++;
-				if (hdr.missed_stored)
-					stats->lost_events += hdr.missed_count;
-				else
-					stats->lost_unknown = true;
-			}
-		}
-		/* One lost_events flag per bundle; and a long comm table makes
-		 * interning slow, so Perfetto restarts it at page boundaries. */
-		if (hdr.missed_events ||
-		    (b.w && p->cb->n_comms > FTRACE_COMPACT_COMM_THRESHOLD)) {
-			bundle_close(&b);
-			bundle_open(&b, hdr.missed_events, st->last_event_ts);
-		}
-		status = parse_payload(&b, page + hdr.header_size, &hdr);
-		if (status != FTRACE_STATUS_OK)
-			write_error(&b, hdr.timestamp, status);
-	}
+	batch_init(&b, p, cpu, page_size, sink, st, pids, stats);
+	for (size_t i = 0; i < n_pages; i++)
+		batch_page(&b, pages + i * page_size);
 	bundle_close(&b);
 	return b.packets;
 }
@@ -790,4 +811,58 @@ int ftrace_parser_parse_pages(struct ftrace_parser *p, uint32_t cpu, const uint8
 		return -EINVAL;
 	return ftrace_parser_parse_pages_to(p, cpu, pages, n_pages, page_size, &sink, st, pids,
 					    stats);
+}
+
+/*
+ * The batch API keeps the bundler in the parser, so that the drain loop can
+ * parse each page right after read() put it in a one-page buffer that is
+ * still in L1, instead of reading a whole batch first.  Same bundles.
+ */
+int ftrace_parser_batch_begin(struct ftrace_parser *p, uint32_t cpu, size_t page_size,
+			      struct smb_writer *w, struct ftrace_cpu_state *st,
+			      struct ftrace_pidset *pids, struct ftrace_pass_stats *stats)
+{
+	struct bundler *b = p ? p->batch : NULL;
+
+	if (!b || !w || b->open)
+		return -EINVAL;
+	b->sink_store = (struct ftrace_packet_sink){
+		.begin = smb_sink_begin,
+		.end = smb_sink_end,
+		.ctx = w,
+	};
+	if (!batch_args_ok(p, &b->sink_store, st, page_size))
+		return -EINVAL;
+	batch_init(b, p, cpu, page_size, &b->sink_store, st, pids, stats);
+	b->open = true;
+	return 0;
+}
+
+void ftrace_parser_batch_page(struct ftrace_parser *p, const uint8_t *page)
+{
+	if (p && p->batch && p->batch->open && page)
+		batch_page(p->batch, page);
+}
+
+int ftrace_parser_batch_end(struct ftrace_parser *p)
+{
+	struct bundler *b = p ? p->batch : NULL;
+
+	if (!b || !b->open)
+		return -EINVAL;
+	bundle_close(b);
+	b->open = false;
+	return b->packets;
+}
+
+int ftrace_parser_batch_alloc(struct ftrace_parser *p)
+{
+	p->batch = calloc(1, sizeof(*p->batch));
+	return p->batch ? 0 : -ENOMEM;
+}
+
+void ftrace_parser_batch_free(struct ftrace_parser *p)
+{
+	free(p->batch);
+	p->batch = NULL;
 }

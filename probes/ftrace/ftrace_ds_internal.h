@@ -30,7 +30,7 @@ struct ftrace_inst {
 	unsigned n_cpus;                /* _SC_NPROCESSORS_CONF */
 	struct ftrace_cpu **cpus;       /* [n_cpus]; NULL: not opened or not present */
 	bool cpus_open;
-	uint8_t *pages;                 /* FTRACE_BATCH_PAGES * page_size */
+	uint8_t *pages;                 /* one page: read, then parsed at once */
 	struct ftrace_ds *sessions;     /* attached data sources */
 	/* [n_cpus]: wake-ups when a CPU's buffer reaches buffer_percent */
 	struct event_source **wake;

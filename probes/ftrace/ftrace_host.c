@@ -117,7 +117,7 @@ int ftrace_host_get_inst(struct ftrace_host *h, const char *instance_name, struc
 	ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	in->n_cpus = ncpu <= 0 ? 1 : (unsigned)MIN((unsigned long)ncpu, FTRACE_MAX_CPUS);
 	in->cpus = calloc(in->n_cpus, sizeof(*in->cpus));
-	in->pages = malloc(FTRACE_BATCH_PAGES * in->page_size);
+	in->pages = malloc(in->page_size);
 	if (!in->cpus || !in->pages) {
 		r = -ENOMEM;
 		goto fail;
@@ -197,14 +197,32 @@ static void set_clock_snapshot(struct ftrace_inst *in)
 			ftrace_parser_set_clock(ds->parser, (enum ftrace_clock)clock, fts, bts);
 }
 
-static void feed_sessions(struct ftrace_inst *in, unsigned cpu, size_t n)
+/*
+ * A batch is up to FTRACE_BATCH_PAGES pages, one bundle per session (as
+ * Perfetto).  Each page is parsed as soon as read() has copied it: one
+ * page buffer, still in L1 for the parser, and the next copy lands in it
+ * again rather than in cold memory.
+ */
+static void batch_begin(struct ftrace_inst *in, unsigned cpu)
 {
-	for (struct ftrace_ds *ds = in->sessions; ds; ds = ds->next) {
-		if (!ds->started)
-			continue;
-		(void)ftrace_parser_parse_pages(ds->parser, cpu, in->pages, n, in->page_size, ds->writer,
-						&ds->cpu_state[cpu], ds->pids, &ds->cpu_pass[cpu]);
-	}
+	for (struct ftrace_ds *ds = in->sessions; ds; ds = ds->next)
+		if (ds->started)
+			(void)ftrace_parser_batch_begin(ds->parser, cpu, in->page_size, ds->writer,
+							&ds->cpu_state[cpu], ds->pids, &ds->cpu_pass[cpu]);
+}
+
+static void batch_page(struct ftrace_inst *in)
+{
+	for (struct ftrace_ds *ds = in->sessions; ds; ds = ds->next)
+		if (ds->started)
+			ftrace_parser_batch_page(ds->parser, in->pages);
+}
+
+static void batch_end(struct ftrace_inst *in)
+{
+	for (struct ftrace_ds *ds = in->sessions; ds; ds = ds->next)
+		if (ds->started)
+			(void)ftrace_parser_batch_end(ds->parser);
 }
 
 static void note_read_error(struct ftrace_inst *in, int status)
@@ -245,21 +263,32 @@ int ftrace_inst_read_pass(struct ftrace_inst *in, bool flush, bool *ret_more)
 		if (!c)
 			continue;
 		ftrace_cpu_begin_pass(c);
-		while (budget > 0) {
-			enum ftrace_cpu_read_status st;
-			int pst = 0, k;
-			size_t n = 0;
+		for (bool empty = false; budget > 0 && !empty;) {
+			size_t in_batch = 0;
 
-			k = ftrace_cpu_read(c, in->pages, MIN(budget, (size_t)FTRACE_BATCH_PAGES), &n, &st, &pst);
-			if (n > 0)
-				feed_sessions(in, cpu, n);
-			budget -= n;
-			if (pst)
-				note_read_error(in, pst);
-			if (k < 0 && r == 0)
-				r = k;
-			if (k < 0 || st == FTRACE_CPU_EMPTY)
-				break;
+			/* A batch with no page opens no bundle: begin() writes nothing. */
+			batch_begin(in, cpu);
+			while (in_batch < FTRACE_BATCH_PAGES && budget > 0) {
+				enum ftrace_cpu_read_status st;
+				int pst = 0, k;
+				size_t n = 0;
+
+				k = ftrace_cpu_read(c, in->pages, 1, &n, &st, &pst);
+				if (n > 0) {
+					batch_page(in);
+					in_batch++;
+					budget--;
+				}
+				if (pst)
+					note_read_error(in, pst);
+				if (k < 0 && r == 0)
+					r = k;
+				if (k < 0 || st == FTRACE_CPU_EMPTY) {
+					empty = true;
+					break;
+				}
+			}
+			batch_end(in);
 		}
 		if (budget == 0 && ret_more)
 			*ret_more = true;

@@ -315,6 +315,27 @@ int ftrace_parser_parse_pages_to(struct ftrace_parser *p, uint32_t cpu, const ui
 				 const struct ftrace_packet_sink *sink, struct ftrace_cpu_state *st,
 				 struct ftrace_pidset *pids, struct ftrace_pass_stats *stats);
 
+/**
+ * ftrace_parser_batch_begin - ftrace_parser_parse_pages() one page at a
+ * time: begin, then ftrace_parser_batch_page() for each page as it is read
+ * (the page need not outlive the call), then ftrace_parser_batch_end().
+ * The packets are exactly those of one ftrace_parser_parse_pages() call
+ * over the same pages.  One batch per parser at a time.
+ * Returns: 0, or -EINVAL (bad arguments, or a batch already open).
+ */
+int ftrace_parser_batch_begin(struct ftrace_parser *p, uint32_t cpu, size_t page_size,
+			      struct smb_writer *w, struct ftrace_cpu_state *st,
+			      struct ftrace_pidset *pids, struct ftrace_pass_stats *stats);
+
+/** ftrace_parser_batch_page - parse one page of @page_size bytes into the open batch. */
+void ftrace_parser_batch_page(struct ftrace_parser *p, const uint8_t *page);
+
+/**
+ * ftrace_parser_batch_end - finish the batch (the last bundle is written).
+ * Returns: the number of packets of the batch (>= 0) or -EINVAL.
+ */
+int ftrace_parser_batch_end(struct ftrace_parser *p);
+
 /* ---- per-pass metadata for the /proc join ------------------------------ */
 
 /**

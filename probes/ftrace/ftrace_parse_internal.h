@@ -428,4 +428,11 @@ struct ftrace_parser {
 	int print_id;
 	uint16_t print_buf_off;
 	const struct ftrace_print_filter *print_filter;
+
+	/* The open batch of ftrace_parser_batch_*() (ftrace_bundle.c). */
+	struct bundler *batch;
 };
+
+/* ftrace_bundle.c: the batch state, allocated with the parser. */
+int ftrace_parser_batch_alloc(struct ftrace_parser *p);
+void ftrace_parser_batch_free(struct ftrace_parser *p);

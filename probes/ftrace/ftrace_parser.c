@@ -28,6 +28,8 @@ int ftrace_parser_new(struct ftrace_format_table *t, const struct ftrace_parser_
 	p->compact_waking_id = -1;
 	p->print_id = -1;
 	r = ftrace_compact_buf_new(&p->cb);
+	if (r >= 0)
+		r = ftrace_parser_batch_alloc(p);
 	if (r < 0) {
 		ftrace_parser_free(p);
 		return r;
@@ -41,6 +43,7 @@ struct ftrace_parser *ftrace_parser_free(struct ftrace_parser *p)
 	if (!p)
 		return NULL;
 	ftrace_compact_buf_free(p->cb);
+	ftrace_parser_batch_free(p);
 	free(p->by_id);
 	free(p->dyn_trs);
 	free(p->dyn_used);
