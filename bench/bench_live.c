@@ -14,9 +14,10 @@
  *   - traced-probes record -i <instance>, compact_sched on, then off
  *     (--no-process-names, default 8 MiB buffers and 100 ms drains);
  *   - traced-probes as the daemon (default settings: compact_sched, 100 ms
- *     drains, the default buffer size), connected to tests/tp-test-service
- *     in another process as a stand-in for traced, so that its RSS is its
- *     own: one SMB mapping, no service thread;
+ *     drains, the default buffer size) plus linux.process_stats (a /proc
+ *     scan at start, new pids looked up after each pass), connected to
+ *     tests/tp-test-service in another process as a stand-in for traced,
+ *     so that its RSS is its own: one SMB mapping, no service thread;
  *   - trace-cmd record -e sched:sched_switch -e sched:sched_waking on the
  *     top-level buffer (its default), when installed and able to run.
  * CPU is wait4()'s rusage of the tracer (children included); for
@@ -627,11 +628,17 @@ static int run_daemon(const char *service, struct live_result *res, FILE *notes)
 		r = negative_errno();
 		goto out;
 	}
-	/* Default settings: only the events and the instance are named. */
+	/*
+	 * Default settings: only the events and the instance are named.  With
+	 * process names, as a sched trace is usually taken: the /proc scan
+	 * and the lookups of new pids after each pass are part of the cost.
+	 */
 	fprintf(f, "buffers { size_kb: 65536 fill_policy: DISCARD }\n"
 		   "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
 		   "  ftrace_config { ftrace_events: \"sched/sched_switch\"\n"
 		   "    ftrace_events: \"sched/sched_waking\" instance_name: \"%s\" } } }\n"
+		   "data_sources { config { name: \"linux.process_stats\" target_buffer: 0\n"
+		   "  process_stats_config { scan_all_processes_on_start: true } } }\n"
 		   "duration_ms: 600000\n", name);
 	if (fclose(f) != 0) {
 		r = negative_errno();
@@ -1153,7 +1160,7 @@ int main(int argc, char **argv)
 			   comp.rss_anon_kb / 1024.0, comp.rss_file_kb / 1024.0,
 			   comp.rss_shmem_kb / 1024.0);
 	if (dmn.ok)
-		bench_note(stdout, "traced-probes daemon (default settings, service in another process):"
+		bench_note(stdout, "traced-probes daemon (default settings plus linux.process_stats, service in another process):"
 			   " peak RSS (VmHWM) %.2f MiB; just before the stop %.2f MiB = anon %.2f + file"
 			   " %.2f + shmem %.2f (the SMB); CPU is the whole daemon process; %.1f SMB commits"
 			   " per second",
