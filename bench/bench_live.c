@@ -2,7 +2,7 @@
 /*
  * bench_live - the tracers side by side on a live workload.
  *
- *   bench_live [-t SECONDS] [-w PAIRS] [--recorder PATH] [--service PATH]
+ *   bench_live [-t SECONDS] [-w PAIRS] [-r ROUNDS] [--recorder PATH] [--service PATH]
  *              [--only floor|compact|plain|daemon|trace-cmd|sweep] [--no-trace-cmd] [--rows]
  *
  * The pipe ping-pong workload runs for SECONDS (default 5) alone, then under
@@ -29,7 +29,8 @@
  * exec to the events being enabled and to the first drain.  A note gives
  * the steady state too: the tracer's main-thread CPU during the workload
  * window over the events the kernel counts as read in it (setup and
- * teardown left out).  --only sweep instead records with ever smaller
+ * teardown left out).  With -r ROUNDS the tracers take turns ROUNDS times
+ * and each row is that tracer's cheapest run.  --only sweep instead records with ever smaller
  * per-CPU buffers (2 MiB down to 32 KiB) to find where the first overrun
  * appears at the workload's rate, without and with drain_buffer_percent.
  * Needs root; leaves tracefs as it found it.  Not a test: asserts nothing.
@@ -58,6 +59,7 @@
 
 static volatile sig_atomic_t arg_stop;
 static double arg_seconds = 5.0;
+static unsigned arg_rounds = 1;
 static unsigned arg_pairs = 2;
 static const char *arg_recorder;
 static const char *arg_service;
@@ -934,6 +936,7 @@ static int parse_args(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "time", required_argument, NULL, 't' },
 		{ "pairs", required_argument, NULL, 'w' },
+		{ "rounds", required_argument, NULL, 'r' },
 		{ "recorder", required_argument, NULL, 'P' },
 		{ "service", required_argument, NULL, 'S' },
 		{ "only", required_argument, NULL, 'O' },
@@ -944,12 +947,16 @@ static int parse_args(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:w:h", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "t:w:r:h", opts, NULL)) >= 0) {
 		switch (c) {
 		case 't':
 			arg_seconds = strtod(optarg, NULL);
 			if (!(arg_seconds >= 0.5 && arg_seconds <= 120))
 				return log_error_errno(-EINVAL, "Bad duration: %s", optarg);
+			break;
+		case 'r':
+			if (safe_atou32(optarg, &arg_rounds) < 0 || arg_rounds == 0 || arg_rounds > 20)
+				return log_error_errno(-EINVAL, "Bad round count: %s", optarg);
 			break;
 		case 'w':
 			if (safe_atou32(optarg, &arg_pairs) < 0 || arg_pairs == 0 || arg_pairs > 64)
@@ -971,7 +978,7 @@ static int parse_args(int argc, char **argv)
 			arg_rows = true;
 			break;
 		case 'h':
-			printf("Usage: %s [-t SECONDS] [-w PAIRS] [--recorder PATH] [--service PATH]\n"
+			printf("Usage: %s [-t SECONDS] [-w PAIRS] [-r ROUNDS] [--recorder PATH] [--service PATH]\n"
 			       "       [--only floor|compact|plain|daemon|trace-cmd|sweep] [--no-trace-cmd]"
 			       " [--rows]\n", argv[0]);
 			return 0;
@@ -992,6 +999,13 @@ static double ns_per_event(const struct live_result *res, bool main_thread)
 	uint64_t ns = main_thread && res->main_ns ? res->main_ns : res->cpu_ns;
 
 	return res->ok && res->events ? (double)ns / (double)res->events : -1;
+}
+
+/* @cand replaces @best when @best failed or @cand cost less per event. */
+static void keep_best(struct live_result *best, const struct live_result *cand, bool main_thread)
+{
+	if (!best->ok || (cand->ok && ns_per_event(cand, main_thread) < ns_per_event(best, main_thread)))
+		*best = *cand;
 }
 
 /*
@@ -1105,24 +1119,40 @@ int main(int argc, char **argv)
 	r = bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &base1);
 	if (r < 0)
 		return log_error_errno(r, "The workload failed: %m"), 1;
-	if (!arg_stop && want("floor"))
-		(void)run_floor(self, &floor_res);
-	if (!arg_stop && want("compact"))
-		(void)run_recorder(true, &comp, notes);
-	if (!arg_stop && want("plain"))
-		(void)run_recorder(false, &plain, notes);
-	if (!arg_stop && want("daemon")) {
-		if (arg_service && access(arg_service, X_OK) == 0)
-			(void)run_daemon(arg_service, &dmn, notes);
-		else
-			bench_note(notes, "traced-probes daemon: no service at %s (--service PATH)",
-				   arg_service ? arg_service : "?");
-	}
-	if (arg_trace_cmd && !arg_stop && want("trace-cmd")) {
-		if (have_program("trace-cmd"))
-			(void)run_trace_cmd(&tc, notes);
-		else
-			bench_note(notes, "trace-cmd: not installed");
+	/* Rounds interleave the tracers, so that a noisy minute on the machine
+	 * does not land on one of them only; each keeps its cheapest run. */
+	for (unsigned round = 0; round < arg_rounds && !arg_stop; round++) {
+		struct live_result tmp;
+
+		if (!arg_stop && want("floor")) {
+			(void)run_floor(self, &tmp);
+			keep_best(&floor_res, &tmp, false);
+		}
+		if (!arg_stop && want("compact")) {
+			(void)run_recorder(true, &tmp, notes);
+			keep_best(&comp, &tmp, true);
+		}
+		if (!arg_stop && want("plain")) {
+			(void)run_recorder(false, &tmp, notes);
+			keep_best(&plain, &tmp, true);
+		}
+		if (!arg_stop && want("daemon")) {
+			if (arg_service && access(arg_service, X_OK) == 0) {
+				(void)run_daemon(arg_service, &tmp, notes);
+				keep_best(&dmn, &tmp, false);
+			} else if (round == 0) {
+				bench_note(notes, "traced-probes daemon: no service at %s (--service PATH)",
+					   arg_service ? arg_service : "?");
+			}
+		}
+		if (arg_trace_cmd && !arg_stop && want("trace-cmd")) {
+			if (have_program("trace-cmd")) {
+				(void)run_trace_cmd(&tmp, notes);
+				keep_best(&tc, &tmp, false);
+			} else if (round == 0) {
+				bench_note(notes, "trace-cmd: not installed");
+			}
+		}
 	}
 	if (!arg_stop)
 		(void)bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &base2);

@@ -7,11 +7,12 @@
 # bench/bench_drain, bench/bench_live and probes/traced-probes
 # (meson option bench=true, the default); the daemon row also needs
 # tests/tp-test-service (meson option tests=true) and is left out without
-# it.  Needs root and tracefs; takes about a minute and a half.  Extra knobs, through
+# it.  Needs root and tracefs; takes about four minutes (the live tracers take
+# turns three times, each row keeps its cheapest run).  Extra knobs, through
 # the environment:
 #   BENCH_DRAIN_ARGS  passed to bench_drain (e.g. "-d 3 -r 20")
 #   BENCH_LIVE_ARGS   passed to bench_live  (e.g. "-t 10 --no-trace-cmd",
-#                     "--only daemon")
+#                     "--only daemon", "-r 1")
 #   BENCH_NO_SWEEP    set: skip the buffer-size sweep (where the first
 #                     overrun appears; about 30 s more)
 set -eu
@@ -47,7 +48,7 @@ if [ "$status" -eq 77 ]; then
 	exit 77
 fi
 # shellcheck disable=SC2086
-"$live" --rows --recorder "$recorder" ${BENCH_LIVE_ARGS:-} >"$tmp/live" 2>"$tmp/live.err" || status=$?
+"$live" --rows --rounds 3 --recorder "$recorder" ${BENCH_LIVE_ARGS:-} >"$tmp/live" 2>"$tmp/live.err" || status=$?
 if [ -z "${BENCH_NO_SWEEP:-}" ]; then
 	"$live" -t 3 --only sweep --recorder "$recorder" >"$tmp/sweep" 2>>"$tmp/live.err" || status=$?
 fi
