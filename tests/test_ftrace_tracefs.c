@@ -392,6 +392,50 @@ START_TEST(test_undo_restores_exactly)
 }
 END_TEST
 
+/* A buffer already of the asked size (as the kernel rounds it) is not rebuilt. */
+START_TEST(test_buffer_size_left_alone)
+{
+	struct ftrace_tracefs *t;
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 2048 };
+	char *err = NULL, *v, *rounded, *state = state_file_path();
+
+	ck_assert_int_eq(write_text(g_inst_dir, "buffer_size_kb", "2048"), 0);
+	rounded = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_int_ge(atoi(rounded), 2048); /* 2051 here: whole pages of data */
+
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	ck_assert_ptr_null(err);
+	ck_assert_uint_eq(ftrace_tracefs_cached_buffer_kb(t), (unsigned)atoi(rounded));
+	v = read_text(g_state_dir, strrchr(state, '/') + 1);
+	ck_assert_ptr_null(strstr(v, "buffer_size_kb")); /* nothing to put back */
+	free(v);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	v = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_str_eq(v, rounded);
+	free(v);
+
+	/* One page more is a real change: made, and undone. */
+	p.buffer_size_kb = 2048 + 8;
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	v = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_int_ge(atoi(v), 2056);
+	free(v);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	v = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_str_eq(v, rounded);
+	free(v);
+
+	free(rounded);
+	free(state);
+	fixture_reset();
+	assert_untouched();
+}
+END_TEST
+
 START_TEST(test_unexpanded_and_percpu_buffer_sizes)
 {
 	struct ftrace_tracefs *t = open_inst(NULL);
@@ -1026,6 +1070,7 @@ static Suite *suite(void)
 	tcase_add_test(k, test_write_einval_has_kernel_text);
 	tcase_add_test(k, test_undo_restores_exactly);
 	tcase_add_test(k, test_unexpanded_and_percpu_buffer_sizes);
+	tcase_add_test(k, test_buffer_size_left_alone);
 	tcase_add_test(k, test_persist_failure_changes_nothing);
 	tcase_add_test(k, test_busy_tracer_rejected);
 	tcase_add_test(k, test_two_sessions_union);

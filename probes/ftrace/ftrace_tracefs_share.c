@@ -75,6 +75,40 @@ static int setup_clock(struct ftrace_tracefs *t, bool mono_raw, char **ret_error
 	return 0;
 }
 
+static uint32_t page_kb(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+
+	return ps >= 1024 ? (uint32_t)(ps / 1024) : 4;
+}
+
+/* What we write for a wanted size: whole pages, at least one. */
+static uint32_t buffer_kb_to_write(uint32_t want_kb)
+{
+	return MAX(want_kb / page_kb(), 1u) * page_kb();
+}
+
+/*
+ * The kernel rounds a size up to whole pages of event data (a page holds
+ * a little less than 4 KiB), so 8192 reads back as 8195.  Writing the same
+ * size again still rebuilds every CPU's buffer, tens of milliseconds: a
+ * uniform size within a page above what we would write is left alone.
+ */
+static bool buffer_already(struct ftrace_tracefs *t, uint32_t want_kb)
+{
+	_cleanup_free_ char *s = NULL;
+	uint32_t kb = buffer_kb_to_write(want_kb), cur;
+	char tok[32];
+
+	if (ftrace_tracefs_read(t, "buffer_size_kb", 256, &s, NULL) < 0 ||
+	    sscanf(s, "%31s", tok) != 1 || safe_atou32(tok, &cur) < 0)
+		return false; /* "X": the CPUs differ */
+	if (cur < kb || cur >= kb + page_kb())
+		return false;
+	t->cached_buffer_kb = cur;
+	return true;
+}
+
 static void read_clock(struct ftrace_tracefs *t)
 {
 	_cleanup_free_ char *text = NULL;
@@ -91,6 +125,7 @@ static int first_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_pa
 {
 	_cleanup_free_ char *tracer = NULL;
 	char tok[64];
+	bool resize;
 	int r;
 
 	ftrace_tracefs_note_kernel_error(t);
@@ -136,11 +171,13 @@ static int first_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_pa
 		}
 	}
 
+	resize = !p->preserve && p->buffer_size_kb > 0 && !buffer_already(t, p->buffer_size_kb);
+
 	/* Record everything we may change and persist it before the first write. */
 	r = ftrace_tracefs_remember(t, "tracing_on");
 	if (r >= 0 && !p->preserve) {
 		r = ftrace_tracefs_remember(t, "trace_clock");
-		if (r >= 0)
+		if (r >= 0 && resize)
 			r = ftrace_tracefs_remember(t, "buffer_size_kb");
 		if (r >= 0)
 			ftrace_tracefs_note_truncated(t);
@@ -174,11 +211,9 @@ static int first_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_pa
 	r = setup_clock(t, p->mono_raw, ret_error);
 	if (r < 0)
 		return r;
-	if (p->buffer_size_kb > 0) {
+	if (resize) {
 		char v[32];
-		size_t page_kb = (size_t)sysconf(_SC_PAGESIZE) / 1024;
-		uint32_t pages = p->buffer_size_kb / (uint32_t)(page_kb ? page_kb : 4);
-		uint32_t kb = MAX(pages, 1u) * (uint32_t)(page_kb ? page_kb : 4);
+		uint32_t kb = buffer_kb_to_write(p->buffer_size_kb);
 
 		(void)snprintf(v, sizeof(v), "%u", kb);
 		r = ftrace_tracefs_write(t, "buffer_size_kb", v, ret_error);
