@@ -1147,7 +1147,12 @@ int main(int argc, char **argv)
 		}
 		if (arg_trace_cmd && !arg_stop && want("trace-cmd")) {
 			if (have_program("trace-cmd")) {
-				(void)run_trace_cmd(&tmp, notes);
+				/* Its notes (flags it needed, what it left behind) once. */
+				FILE *quiet = round > 0 ? fopen("/dev/null", "we") : NULL;
+
+				(void)run_trace_cmd(&tmp, quiet ? quiet : notes);
+				if (quiet)
+					fclose(quiet);
 				keep_best(&tc, &tmp, false);
 			} else if (round == 0) {
 				bench_note(notes, "trace-cmd: not installed");
