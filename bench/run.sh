@@ -7,8 +7,9 @@
 # bench/bench_drain, bench/bench_live and probes/traced-probes
 # (meson option bench=true, the default); the daemon row also needs
 # tests/tp-test-service (meson option tests=true) and is left out without
-# it.  Needs root and tracefs; takes about four minutes (the live tracers take
-# turns three times, each row keeps its cheapest run).  Extra knobs, through
+# it.  Needs root and tracefs; takes about four minutes (the live tracers record
+# 10 s each, the length of a default recording, and take turns twice; each row
+# keeps its cheapest run).  Extra knobs, through
 # the environment:
 #   BENCH_DRAIN_ARGS  passed to bench_drain (e.g. "-d 3 -r 20")
 #   BENCH_LIVE_ARGS   passed to bench_live  (e.g. "-t 10 --no-trace-cmd",
@@ -48,7 +49,7 @@ if [ "$status" -eq 77 ]; then
 	exit 77
 fi
 # shellcheck disable=SC2086
-"$live" --rows --rounds 3 --recorder "$recorder" ${BENCH_LIVE_ARGS:-} >"$tmp/live" 2>"$tmp/live.err" || status=$?
+"$live" --rows --rounds 2 -t 10 --recorder "$recorder" ${BENCH_LIVE_ARGS:-} >"$tmp/live" 2>"$tmp/live.err" || status=$?
 if [ -z "${BENCH_NO_SWEEP:-}" ]; then
 	"$live" -t 3 --only sweep --recorder "$recorder" >"$tmp/sweep" 2>>"$tmp/live.err" || status=$?
 fi
