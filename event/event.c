@@ -204,7 +204,13 @@ static int wait_events(struct event *e, uint64_t timeout_usec)
 		ts.tv_nsec = (long)(timeout_usec % 1000000u) * 1000;
 		tsp = &ts;
 	}
-	n = epoll_pwait2(e->epoll_fd, evs, EPOLL_BATCH, tsp, NULL);
+	n = e->no_pwait2 ? -1 : epoll_pwait2(e->epoll_fd, evs, EPOLL_BATCH, tsp, NULL);
+	if (n < 0 && (e->no_pwait2 || errno == ENOSYS)) {
+		/* Kernels before 5.11: millisecond timeouts, rounded up. */
+		e->no_pwait2 = true;
+		n = epoll_wait(e->epoll_fd, evs, EPOLL_BATCH,
+			       !tsp ? -1 : (int)MIN((timeout_usec + 999) / 1000, (uint64_t)INT32_MAX));
+	}
 	if (n < 0) {
 		if (errno != EINTR)
 			return negative_errno();

@@ -59,6 +59,7 @@ struct event {
 	struct event_source *sources;
 	struct event_source *pending_head, *pending_tail;
 	unsigned n_defer_on;    /* enabled defer sources: the loop must not sleep */
+	bool no_pwait2;         /* the kernel lacks epoll_pwait2() */
 	bool exit_requested;
 	int exit_code;
 };

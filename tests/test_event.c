@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "event/event.h"
+#include "event/event_internal.h"
 #include "util/notify.h"
 #include "util/util.h"
 
@@ -179,6 +180,29 @@ START_TEST(test_time_order_and_rearm)
 	ck_assert_str_eq(r.log, "baa");
 
 	ck_assert_int_eq(event_add_time(e, NULL, CLOCK_REALTIME, 0, 0, on_time_a, &r), -EOPNOTSUPP);
+	a = event_source_disable_unref(a);
+	b = event_source_disable_unref(b);
+}
+END_TEST
+
+/* Kernels without epoll_pwait2(): millisecond waits, same order. */
+START_TEST(test_epoll_wait_fallback)
+{
+	_cleanup_(event_unrefp) struct event *e = NULL;
+	struct event_source *a = NULL, *b = NULL;
+	struct rec r = {};
+	uint64_t t0;
+
+	ck_assert_int_eq(event_new(&e), 0);
+	e->no_pwait2 = true;
+	ck_assert_int_eq(event_add_time_relative(e, &a, CLOCK_MONOTONIC, 20500, 0, on_time_a, &r), 0);
+	ck_assert_int_eq(event_add_time_relative(e, &b, CLOCK_MONOTONIC, 5000, 0, on_time_b, &r), 0);
+	t0 = now_ns(CLOCK_MONOTONIC);
+	while (r.n < 2)
+		ck_assert_int_ge(event_run(e, 1000000), 0);
+	ck_assert_str_eq(r.log, "ba");
+	ck_assert_uint_ge(now_ns(CLOCK_MONOTONIC) - t0, 20500000u);
+	ck_assert_int_eq(event_run(e, 1500), 0); /* a sub-millisecond wait still returns */
 	a = event_source_disable_unref(a);
 	b = event_source_disable_unref(b);
 }
@@ -389,6 +413,7 @@ static Suite *event_suite(void)
 
 	tcase_add_test(tc, test_io);
 	tcase_add_test(tc, test_time_order_and_rearm);
+	tcase_add_test(tc, test_epoll_wait_fallback);
 	tcase_add_test(tc, test_defer_and_exit);
 	tcase_add_test(tc, test_signal);
 	tcase_add_test(tc, test_free_while_pending);
