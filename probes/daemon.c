@@ -89,7 +89,8 @@ static void on_registered(struct producer *p, void *userdata)
 	d->backoff_ms = BACKOFF_MIN_MS;
 	log_info("Connected to the tracing service at %s; data sources linux.ftrace and "
 		 "linux.process_stats registered", d->address);
-	(void)notify_sendf("STATUS=Connected to %s", d->address);
+	/* Ready means serving: tracefs sane, loop running and traced connected. */
+	(void)notify_sendf("READY=1\nSTATUS=Connected to %s", d->address);
 }
 
 static void on_ds_stopped(struct producer *p, const struct producer_ds_report *r, void *userdata)
@@ -261,11 +262,7 @@ int daemon_main(int argc, char **argv)
 		goto out;
 	}
 	log_info("traced-probes %s starting; producer socket %s", TP_VERSION, d.address);
-	/*
-	 * Ready once tracefs is sane and the loop runs: the daemon waits for
-	 * traced on its own, so a start must not hang until traced is up.
-	 */
-	(void)notify_sendf("READY=1\nSTATUS=Waiting for the tracing service at %s", d.address);
+	(void)notify_sendf("STATUS=Waiting for the tracing service at %s", d.address);
 	(void)connect_now(&d);
 	r = event_loop(d.event);
 	if (r < 0)

@@ -175,7 +175,7 @@ static bool notify_wait(int fd, const char *what, unsigned ms, char *log, size_t
 	return false;
 }
 
-/* Ready at once (traced may come later), watchdog pings, status, stopping. */
+/* Status while waiting, watchdog pings, ready once connected, stopping. */
 START_TEST(test_daemon_notifies)
 {
 	char path[600], cfg[600], out[600], log[4096] = "";
@@ -193,12 +193,14 @@ START_TEST(test_daemon_notifies)
 	ck_assert_int_eq(unsetenv("NOTIFY_SOCKET"), 0);
 	ck_assert_int_eq(unsetenv("WATCHDOG_USEC"), 0);
 
-	/* no service yet: ready anyway */
-	ck_assert_msg(notify_wait(fd, "READY=1", 5000, log, sizeof(log)), "no READY=1: %s", log);
-	ck_assert_msg(strstr(log, "STATUS=Waiting for the tracing service"), "%s", log);
+	/* no service yet: waiting, alive, not ready */
+	ck_assert_msg(notify_wait(fd, "STATUS=Waiting for the tracing service", 5000, log, sizeof(log)),
+		      "%s", log);
 	ck_assert_msg(notify_wait(fd, "WATCHDOG=1", 2000, log, sizeof(log)), "no watchdog ping: %s", log);
+	ck_assert_msg(!strstr(log, "READY=1"), "ready before connecting: %s", log);
 	svc = spawn_service(cfg, out);
-	ck_assert_msg(notify_wait(fd, "STATUS=Connected", 10000, log, sizeof(log)), "%s", log);
+	ck_assert_msg(notify_wait(fd, "READY=1", 10000, log, sizeof(log)), "no READY=1: %s", log);
+	ck_assert_msg(strstr(log, "STATUS=Connected"), "%s", log);
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
 	ck_assert_msg(notify_wait(fd, "STOPPING=1", 5000, log, sizeof(log)), "%s", log);
 	ck_assert_int_eq(tp_wait_exit(daemon), 0);
