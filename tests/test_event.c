@@ -149,22 +149,28 @@ START_TEST(test_io)
 }
 END_TEST
 
+/* a due after @a_us, b a third of that: b fires first although added after. */
+static void run_two_timers(struct event *e, struct event_source **a, struct event_source **b,
+			   struct rec *r, uint64_t a_us)
+{
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+
+	ck_assert_int_eq(event_add_time_relative(e, a, CLOCK_MONOTONIC, a_us, 0, on_time_a, r), 0);
+	ck_assert_int_eq(event_add_time_relative(e, b, CLOCK_MONOTONIC, a_us / 3, 0, on_time_b, r), 0);
+	while (r->n < 2)
+		ck_assert_int_ge(event_run(e, 1000000), 0);
+	ck_assert_str_eq(r->log, "ba");
+	ck_assert_uint_ge(now_ns(CLOCK_MONOTONIC) - t0, a_us * 1000);
+}
+
 START_TEST(test_time_order_and_rearm)
 {
 	_cleanup_(event_unrefp) struct event *e = NULL;
 	struct event_source *a = NULL, *b = NULL;
 	struct rec r = {};
-	uint64_t t0;
 
 	ck_assert_int_eq(event_new(&e), 0);
-	/* b is due before a although added after it */
-	ck_assert_int_eq(event_add_time_relative(e, &a, CLOCK_MONOTONIC, 30000, 0, on_time_a, &r), 0);
-	ck_assert_int_eq(event_add_time_relative(e, &b, CLOCK_MONOTONIC, 10000, 0, on_time_b, &r), 0);
-	t0 = now_ns(CLOCK_MONOTONIC);
-	while (r.n < 2)
-		ck_assert_int_ge(event_run(e, 1000000), 0);
-	ck_assert_str_eq(r.log, "ba");
-	ck_assert_uint_ge(now_ns(CLOCK_MONOTONIC) - t0, 29000000u);
+	run_two_timers(e, &a, &b, &r, 30000);
 	/* timers are ONESHOT: nothing more */
 	run_idle(e, 50);
 	ck_assert_str_eq(r.log, "ba");
@@ -191,17 +197,10 @@ START_TEST(test_epoll_wait_fallback)
 	_cleanup_(event_unrefp) struct event *e = NULL;
 	struct event_source *a = NULL, *b = NULL;
 	struct rec r = {};
-	uint64_t t0;
 
 	ck_assert_int_eq(event_new(&e), 0);
 	e->no_pwait2 = true;
-	ck_assert_int_eq(event_add_time_relative(e, &a, CLOCK_MONOTONIC, 20500, 0, on_time_a, &r), 0);
-	ck_assert_int_eq(event_add_time_relative(e, &b, CLOCK_MONOTONIC, 5000, 0, on_time_b, &r), 0);
-	t0 = now_ns(CLOCK_MONOTONIC);
-	while (r.n < 2)
-		ck_assert_int_ge(event_run(e, 1000000), 0);
-	ck_assert_str_eq(r.log, "ba");
-	ck_assert_uint_ge(now_ns(CLOCK_MONOTONIC) - t0, 20500000u);
+	run_two_timers(e, &a, &b, &r, 20500);
 	ck_assert_int_eq(event_run(e, 1500), 0); /* a sub-millisecond wait still returns */
 	a = event_source_disable_unref(a);
 	b = event_source_disable_unref(b);
