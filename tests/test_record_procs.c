@@ -215,6 +215,28 @@ static const Perfetto__Protos__SchedProcessForkFtraceEvent *find_fork(const stru
 	return NULL;
 }
 
+/*
+ * The short-lived child ran: switched in, or its own events (it renames
+ * itself).  The kernel now and then records no sched_switch into a freshly
+ * forked task at all: 11 of 300 forks here, read back from the instance's
+ * own trace file with no consumer attached.
+ */
+static bool ran(const struct tp_trace_summary *s, int32_t pid)
+{
+	if (tp_trace_has_next_pid(s, pid))
+		return true;
+	for (size_t i = 0; i < s->trace->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *p = s->trace->packet[i];
+
+		if (p->data_case != PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS)
+			continue;
+		for (size_t k = 0; k < p->ftrace_events->n_event; k++)
+			if (p->ftrace_events->event[k]->has_pid && p->ftrace_events->event[k]->pid == (uint32_t)pid)
+				return true;
+	}
+	return false;
+}
+
 /* every tid of our process tree that was switched in */
 static unsigned check_our_threads(const struct tp_trace_summary *s, pid_t pid)
 {
@@ -301,7 +323,7 @@ START_TEST(test_process_names)
 	ck_assert_uint_eq(check_our_threads(&s, child.pid), N_THREADS);
 	/* the short-lived child exited before any lookup: ftrace's fork event names it */
 	ck_assert_int_gt(child.short_lived, 0);
-	ck_assert(tp_trace_has_next_pid(&s, child.short_lived));
+	ck_assert(ran(&s, child.short_lived));
 	fork_ev = find_fork(&s, child.short_lived);
 	ck_assert_ptr_nonnull(fork_ev);
 	ck_assert_int_eq(fork_ev->parent_pid, child.pid);
