@@ -47,7 +47,7 @@ static void schedule_retry(struct daemon *d, unsigned delay_ms)
 
 	d->retry = event_source_disable_unref(d->retry);
 	r = event_add_time_relative(d->event, &d->retry, CLOCK_MONOTONIC,
-				       (uint64_t)delay_ms * 1000, 10 * 1000, on_retry, d);
+				    (uint64_t)delay_ms * 1000, 10 * 1000, on_retry, d);
 	if (r < 0)
 		log_error_errno(r, "Failed to arm the reconnect timer: %m");
 }

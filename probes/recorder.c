@@ -155,7 +155,7 @@ static void *svc_thread_main(void *userdata)
 		r = event_add_io(ctx.event, &stop_src, ctx.rec->stop_efd, EPOLLIN, on_stop_request, &ctx);
 	if (r >= 0)
 		r = event_add_time_relative(ctx.event, &ctx.register_timeout, CLOCK_MONOTONIC,
-					       REGISTER_TIMEOUT_US, 0, on_register_timeout, &ctx);
+					    REGISTER_TIMEOUT_US, 0, on_register_timeout, &ctx);
 	if (r >= 0)
 		r = event_loop(ctx.event);
 	if (r < 0) {

@@ -38,7 +38,7 @@ static int arm_timer(struct svc_session *ss, struct event_source **src, uint64_t
 {
 	*src = event_source_disable_unref(*src);
 	return event_add_time_relative(ss->svc->event, src, CLOCK_MONOTONIC, ms * 1000, 1000, cb,
-					  userdata);
+				       userdata);
 }
 
 static int rearm(struct event_source *es, uint64_t ms)

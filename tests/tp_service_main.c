@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 	}
 	if (wait_ms) {
 		r = event_add_time_relative(c.e, &c.wait_timer, CLOCK_MONOTONIC, (uint64_t)wait_ms * 1000, 0,
-					       on_wait_timeout, &c);
+					    on_wait_timeout, &c);
 		if (r < 0)
 			goto out;
 	}

@@ -147,7 +147,7 @@ int procfs_ds_start(struct procfs_ds *ds)
 	if (ds->poll_ms > 0) {
 		/* The first tick runs on the next loop iteration, as a posted task. */
 		r = event_add_time_relative(ds->event, &ds->poll_timer, CLOCK_MONOTONIC, 0,
-					       1000, on_poll_timer, ds);
+					    1000, on_poll_timer, ds);
 		if (r < 0)
 			return r;
 		(void)event_source_set_description(ds->poll_timer, "procfs-poll");
