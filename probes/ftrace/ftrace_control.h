@@ -424,13 +424,13 @@ void ftrace_cpu_begin_pass(struct ftrace_cpu *c);
 size_t ftrace_cpu_page_size(const struct ftrace_cpu *c);
 
 /**
- * ftrace_cpu_read - read up to @max_pages whole pages into @buf (which holds
- * @max_pages * page_size bytes).  No allocation.
- * @ret_pages: pages stored.
- * @ret_status: FTRACE_CPU_MORE or FTRACE_CPU_EMPTY.
+ * ftrace_cpu_read_page - read one whole page into @page (page_size bytes).
+ * No allocation.
+ * @ret_status: FTRACE_CPU_MORE, or FTRACE_CPU_EMPTY when nothing was read
+ *   or the page read shows we caught up with the writer.
  * @ret_parse_status: set to a FtraceParseStatus (2 unexpected read error, 3
  *   partial page) when a read failed that way, untouched otherwise.
- * Returns: 0 or -errno for a read error (pages read before it are kept).
+ * Returns: 1 with a page stored, 0 with none, or -errno for a read error.
  */
-int ftrace_cpu_read(struct ftrace_cpu *c, void *buf, size_t max_pages, size_t *ret_pages,
-		    enum ftrace_cpu_read_status *ret_status, int *ret_parse_status);
+int ftrace_cpu_read_page(struct ftrace_cpu *c, void *page, enum ftrace_cpu_read_status *ret_status,
+			 int *ret_parse_status);

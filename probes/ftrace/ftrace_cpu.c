@@ -110,54 +110,37 @@ static size_t page_data_length(const struct ftrace_cpu *c, const uint8_t *page)
 	return (size_t)(commit & FTRACE_PAGE_COMMIT_MASK);
 }
 
-int ftrace_cpu_read(struct ftrace_cpu *c, void *buf, size_t max_pages, size_t *ret_pages,
-		    enum ftrace_cpu_read_status *ret_status, int *ret_parse_status)
+int ftrace_cpu_read_page(struct ftrace_cpu *c, void *page, enum ftrace_cpu_read_status *ret_status,
+			int *ret_parse_status)
 {
-	size_t n = 0, header = c->commit_offset + c->commit_size;
-	int r = 0;
+	size_t header = c->commit_offset + c->commit_size;
+	int k;
 
-	*ret_status = FTRACE_CPU_MORE;
-	while (n < max_pages) {
-		uint8_t *page = (uint8_t *)buf + n * c->page_size;
-		int k;
-
-		errno = 0;
-		k = tracefs_cpu_read(c->tcpu, page, /* nonblock= */ true);
-		if (k == 0 || (k < 0 && errno == EAGAIN)) {
-			*ret_status = FTRACE_CPU_EMPTY;
-			break;
-		}
-		if (k < 0) {
-			/* Buffer being resized, CPU going away: stop quietly as Perfetto does. */
-			if (errno == ENOMEM || errno == EBUSY || errno == ENODEV) {
-				*ret_status = FTRACE_CPU_EMPTY;
-				break;
-			}
-			r = negative_errno();
-			*ret_parse_status = FTRACE_STATUS_UNEXPECTED_READ_ERROR;
-			*ret_status = FTRACE_CPU_EMPTY;
-			break;
-		}
-		if ((size_t)k != c->page_size) {
-			/* The events in it are consumed and lost: say so, skip the page. */
-			*ret_parse_status = FTRACE_STATUS_PARTIAL_PAGE_READ;
-			r = -EIO;
-			*ret_status = FTRACE_CPU_EMPTY;
-			break;
-		}
-		n++;
-		c->pages_this_pass++;
-		/*
-		 * A page under half full means the writer had just started it:
-		 * we have caught up.  Reading on would return a trickle of tiny
-		 * pages on a busy CPU.  The first page of a pass does not count,
-		 * it may be the remainder of the last one.
-		 */
-		if (c->pages_this_pass > 1 && page_data_length(c, page) < (c->page_size - header) / 2) {
-			*ret_status = FTRACE_CPU_EMPTY;
-			break;
-		}
+	*ret_status = FTRACE_CPU_EMPTY;
+	errno = 0;
+	k = tracefs_cpu_read(c->tcpu, page, /* nonblock= */ true);
+	if (k == 0 || (k < 0 && errno == EAGAIN))
+		return 0;
+	if (k < 0) {
+		/* Buffer being resized, CPU going away: stop quietly as Perfetto does. */
+		if (errno == ENOMEM || errno == EBUSY || errno == ENODEV)
+			return 0;
+		*ret_parse_status = FTRACE_STATUS_UNEXPECTED_READ_ERROR;
+		return negative_errno();
 	}
-	*ret_pages = n;
-	return r;
+	if ((size_t)k != c->page_size) {
+		/* The events in it are consumed and lost: say so, skip the page. */
+		*ret_parse_status = FTRACE_STATUS_PARTIAL_PAGE_READ;
+		return -EIO;
+	}
+	c->pages_this_pass++;
+	/*
+	 * A page under half full means the writer had just started it: we
+	 * have caught up.  Reading on would return a trickle of tiny pages
+	 * on a busy CPU.  The first page of a pass does not count, it may be
+	 * the remainder of the last one.
+	 */
+	if (!(c->pages_this_pass > 1 && page_data_length(c, page) < (c->page_size - header) / 2))
+		*ret_status = FTRACE_CPU_MORE;
+	return 1;
 }

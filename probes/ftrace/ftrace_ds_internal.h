@@ -14,7 +14,7 @@
 
 /* Per pass and CPU, at most this many pages (Perfetto: 256). */
 #define FTRACE_PASS_MAX_PAGES 256u
-/* Pages handed to the parser per call; the read buffer holds this many. */
+/* Pages per batch, one bundle each (as Perfetto); read and parsed one at a time. */
 #define FTRACE_BATCH_PAGES 32u
 /* Distinct pids one data source can note in one pass. */
 #define FTRACE_PIDSET_CAPACITY 32768u

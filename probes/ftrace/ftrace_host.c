@@ -271,10 +271,9 @@ int ftrace_inst_read_pass(struct ftrace_inst *in, bool flush, bool *ret_more)
 			while (in_batch < FTRACE_BATCH_PAGES && budget > 0) {
 				enum ftrace_cpu_read_status st;
 				int pst = 0, k;
-				size_t n = 0;
 
-				k = ftrace_cpu_read(c, in->pages, 1, &n, &st, &pst);
-				if (n > 0) {
+				k = ftrace_cpu_read_page(c, in->pages, &st, &pst);
+				if (k > 0) {
 					batch_page(in);
 					in_batch++;
 					budget--;
