@@ -296,6 +296,25 @@ struct ids {
 	int sched_switch, sched_waking;
 };
 
+/* A parser for sched_switch + sched_waking, as the benchmarks record them. */
+static int sched_parser_new(struct ftrace_format_table *t, const struct ftrace_parser_opts *o,
+			    const struct ids *ids, struct ftrace_parser **ret)
+{
+	struct ftrace_parser *p = NULL;
+	int r = ftrace_parser_new(t, o, &p);
+
+	if (r >= 0)
+		r = ftrace_parser_enable(p, ids->sched_switch);
+	if (r >= 0)
+		r = ftrace_parser_enable(p, ids->sched_waking);
+	if (r < 0) {
+		ftrace_parser_free(p);
+		return r;
+	}
+	*ret = p;
+	return 0;
+}
+
 /* What a service does with a commit in shmem emulation: free the chunks. */
 static void recycle(struct smb *smb, uint64_t *chunks, uint64_t *commits)
 {
@@ -340,11 +359,7 @@ static __attribute__((noinline)) int replay_parser(struct ftrace_format_table *t
 	if (r >= 0)
 		r = ftrace_pidset_new(PIDSET_CAPACITY, &pids);
 	if (r >= 0)
-		r = ftrace_parser_new(t, &o, &p);
-	if (r >= 0)
-		r = ftrace_parser_enable(p, ids->sched_switch);
-	if (r >= 0)
-		r = ftrace_parser_enable(p, ids->sched_waking);
+		r = sched_parser_new(t, &o, ids, &p);
 	if (r < 0)
 		goto out;
 	ret->compact_active = ftrace_parser_compact_sched_active(p);
@@ -446,11 +461,7 @@ static int digest_parser(struct ftrace_format_table *t, const struct ids *ids,
 	if (r >= 0)
 		r = ftrace_pidset_new(PIDSET_CAPACITY, &pids);
 	if (r >= 0)
-		r = ftrace_parser_new(t, &o, &p);
-	if (r >= 0)
-		r = ftrace_parser_enable(p, ids->sched_switch);
-	if (r >= 0)
-		r = ftrace_parser_enable(p, ids->sched_waking);
+		r = sched_parser_new(t, &o, ids, &p);
 	for (size_t i = 0; r >= 0 && i < l->n_calls; i++) {
 		const struct call *cl = &l->calls[i];
 
