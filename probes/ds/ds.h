@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * ds - the one contract between the producer and every data source.
+ *
+ * A data source lives in its own folder under probes/ and exports one
+ * `const struct ds_ops`; probes/ds/ds_registry.c lists them, one line each.
+ * The producer (and through it the daemon and `record`) knows nothing else
+ * of a data source: it registers every name in the registry with the
+ * service, creates instances through the ops, hands each instance a packet
+ * sink bound to the instance's own trace writer, and passes notices from
+ * one instance to the others of the same tracing session.
+ *
+ * Threading: every op runs on the producer's event loop.  Ops return 0 or
+ * -errno and never log above debug, except where it says so; what a person
+ * must read comes back as text for the producer to log.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event;
+struct pbw;
+struct Perfetto__Protos__DataSourceConfig;
+
+/*
+ * Where an instance writes its TracePackets: one trace writer, one
+ * sequence.  begin_packet() returns NULL when no chunk could be had; the
+ * packet is then dropped and counted by the writer, and end_packet() must
+ * not be called.
+ */
+struct ds_sink {
+	struct pbw *(*begin_packet)(void *userdata);
+	/* Returns: 0, or -ENOSPC if the packet was dropped on the way. */
+	int (*end_packet)(void *userdata);
+	/* Release what was written so that the next commit carries it. */
+	void (*flush)(void *userdata);
+	void *userdata;
+};
+
+/* Something one instance tells the other instances of its tracing session. */
+enum ds_notice_kind {
+	/* a read pass saw these pids/tids (new ones, and ones that renamed) */
+	DS_NOTICE_PIDS,
+	_DS_NOTICE_KIND_MAX,
+	_DS_NOTICE_KIND_INVALID = -22,
+};
+
+struct ds_notice {
+	enum ds_notice_kind kind;
+	const int32_t *pids;
+	size_t n_pids;
+	const int32_t *renamed;
+	size_t n_renamed;
+};
+
+/* What the producer does for an instance. */
+struct ds_host {
+	/* Route @n to the other started instances of the same tracing session. */
+	void (*notice)(void *host, const struct ds_notice *n);
+	/* Packets were written outside a Flush: commit them soon. */
+	void (*commit_soon)(void *host);
+	void *host;
+};
+
+/* Everything an instance is given at setup; copied by the instance. */
+struct ds_env {
+	struct event *event;
+	void *shared;                 /* the kind's process-wide state (ops->shared_new), or NULL */
+	uint64_t instance_id;         /* DataSourceInstanceID */
+	uint64_t tracing_session_id;  /* TracingSessionID */
+	struct ds_sink sink;
+	struct ds_host host;
+};
+
+struct ds_cpu_report {
+	uint64_t events, lost_events, pages_with_loss, overrun;
+};
+
+/* What an instance did, for the end-of-run summary and the daemon's log. */
+struct ds_report {
+	const char *name;             /* the ops' name */
+	bool failed;                  /* setup failed: nothing was recorded */
+	uint64_t instance_id;
+	uint64_t tracing_session_id;
+	uint64_t events;              /* events (or records) written */
+	uint64_t lost_events;         /* counted from page headers */
+	uint64_t pages_with_loss;
+	uint64_t overrun;             /* kernel END - START overrun */
+	uint64_t packets_dropped;     /* filled by the producer: no SMB chunk was free */
+	uint64_t bytes;               /* filled by the producer */
+	unsigned n_cpus;              /* 0 for a data source with no per-CPU view */
+	struct ds_cpu_report *cpu;    /* [n_cpus], malloc'd, freed by ds_report_done() */
+};
+
+struct ds_ops {
+	const char *name;             /* as registered with the service: "linux.ftrace" */
+
+	/*
+	 * Optional: the kind's process-wide state (the ftrace host owns the
+	 * tracefs directories that every session shares), created once by
+	 * whoever runs producers (daemon, record) and handed to every instance.
+	 */
+	int (*shared_new)(struct event *e, void **ret);
+	void *(*shared_free)(void *shared);
+	/*
+	 * Optional: undo what a dead process of ours left behind (kernel state);
+	 * the daemon calls it once at start.  Returns: the number of things
+	 * repaired, or -errno.
+	 */
+	int (*recover)(void);
+
+	/*
+	 * SetupDataSource.  @cfg is not kept after return.  On failure
+	 * *ret_error may hold a malloc'd reason for the log.  On success
+	 * *ret_warnings may hold malloc'd non-fatal problems, one per line.
+	 */
+	int (*setup)(const struct ds_env *env, const struct Perfetto__Protos__DataSourceConfig *cfg,
+		     void **ret, char **ret_error, char **ret_warnings);
+	int (*start)(void *ds);
+	/* Flush: write what is pending and call the sink's flush(). */
+	int (*flush)(void *ds);
+	/* Optional: ClearIncrementalState. */
+	int (*clear_incremental)(void *ds);
+	/* Optional: a notice from another instance of the session. */
+	void (*on_notice)(void *ds, const struct ds_notice *n);
+	/* Optional: fill @r's counts (name, ids and writer figures are the producer's). */
+	int (*report)(void *ds, struct ds_report *r);
+	/* StopDataSource: undo everything, free.  Accepts NULL. */
+	void (*free)(void *ds);
+};
+
+/* Every data source this build serves, NULL-terminated. */
+extern const struct ds_ops *const ds_registry[];
+
+/* The registered data source named @name, or NULL. */
+const struct ds_ops *ds_find(const char *name);
+
+/* Free what a report owns (the per-CPU array); the report can be reused. */
+void ds_report_done(struct ds_report *r);
