@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "probes/ftrace/ftrace_parse.h"
+#include "util/util_varint.h"
 
 struct tep_handle;
 struct tep_event;
@@ -298,57 +299,17 @@ static inline void ftrace_compact_buf_reset(struct ftrace_compact_buf *b)
 }
 
 /*
- * Room kept past the end of each column for ftrace_put_varint(), which
- * stores a three-byte value as a four-byte word (the next value
- * overwrites the extra byte).
+ * Room kept past the end of each column for varint_put(), which stores a
+ * three-byte value as a four-byte word (the next value overwrites the
+ * extra byte).
  */
 #define FTRACE_COMPACT_COL_SLACK 8u
-
-/*
- * A varint, with the short ones (most values) written without a loop.
- * Up to four bytes, the encoding is computed as one little-endian word
- * rather than byte by byte: for v = a + 2^7 b + 2^14 c + 2^21 d (digits
- * below 128), a + 2^8 b + 2^16 c + 2^24 d is v plus the masked parts of v
- * that move each digit up to its byte; the continuation bits are added.
- */
-static inline uint8_t *ftrace_put_varint(uint8_t *p, uint64_t v)
-{
-	if (__builtin_expect(v < 0x80, 1)) {
-		p[0] = (uint8_t)v;
-		return p + 1;
-	}
-	if (v < 0x4000) {
-		uint16_t w = (uint16_t)(v + (v & 0x3f80) + 0x80);
-
-		memcpy(p, &w, 2);
-		return p + 2;
-	}
-	if (v < 0x200000) {
-		uint32_t w = (uint32_t)(v + (v & 0x1fff80) + ((v & 0x1fc000) << 1) + 0x8080);
-
-		memcpy(p, &w, 4);
-		return p + 3;
-	}
-	if (v < 0x10000000) {
-		uint32_t w = (uint32_t)(v + (v & 0xfffff80) + ((v & 0xfffc000) << 1) +
-					((v & 0xfe00000) << 2) + 0x808080);
-
-		memcpy(p, &w, 4);
-		return p + 4;
-	}
-	do {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	} while (v >= 0x80);
-	*p++ = (uint8_t)v;
-	return p;
-}
 
 /* Append @v to column @c (int32 values are sign-extended first, as protobuf does). */
 static inline void ftrace_compact_put(struct ftrace_compact_buf *b, enum ftrace_compact_col c,
 				      uint64_t v)
 {
-	b->cur[c] = ftrace_put_varint(b->cur[c], v);
+	b->cur[c] = varint_put(b->cur[c], v);
 }
 
 /* Same, for columns whose values are seldom below 128 (timestamp deltas,
@@ -365,7 +326,7 @@ static inline void ftrace_compact_put_wide(struct ftrace_compact_buf *b, enum ft
 		b->cur[c] = p + 2;
 		return;
 	}
-	b->cur[c] = ftrace_put_varint(p, v);
+	b->cur[c] = varint_put(p, v);
 }
 
 static inline bool ftrace_compact_buf_empty(const struct ftrace_compact_buf *b)

@@ -18,6 +18,7 @@
 #include "probes/ftrace/ftrace_parse_internal.h"
 #include "smb/pbw.h"
 #include "util/util.h"
+#include "util/util_varint.h"
 
 struct known_event {
 	const char *group;
@@ -395,8 +396,8 @@ static int buf_varint(struct buf *b, uint32_t field, uint64_t v)
 {
 	if (buf_reserve(b, 20) < 0)
 		return -ENOMEM;
-	b->len = (size_t)(pbw_put_varint_raw(b->p + b->len, ((uint64_t)field << 3) | PBW_WIRE_VARINT) - b->p);
-	b->len = (size_t)(pbw_put_varint_raw(b->p + b->len, v) - b->p);
+	b->len = (size_t)(varint_put(b->p + b->len, ((uint64_t)field << 3) | PBW_WIRE_VARINT) - b->p);
+	b->len = (size_t)(varint_put(b->p + b->len, v) - b->p);
 	return 0;
 }
 
@@ -404,8 +405,8 @@ static int buf_bytes(struct buf *b, uint32_t field, const void *data, size_t len
 {
 	if (buf_reserve(b, 20 + len) < 0)
 		return -ENOMEM;
-	b->len = (size_t)(pbw_put_varint_raw(b->p + b->len, ((uint64_t)field << 3) | PBW_WIRE_LEN) - b->p);
-	b->len = (size_t)(pbw_put_varint_raw(b->p + b->len, len) - b->p);
+	b->len = (size_t)(varint_put(b->p + b->len, ((uint64_t)field << 3) | PBW_WIRE_LEN) - b->p);
+	b->len = (size_t)(varint_put(b->p + b->len, len) - b->p);
 	if (len)
 		memcpy(b->p + b->len, data, len);
 	b->len += len;
