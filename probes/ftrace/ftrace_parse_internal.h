@@ -105,15 +105,17 @@ struct ftrace_compact_format {
 struct tep_event *ftrace_format_table_tep_event(const struct ftrace_format_table *t, int id);
 const char *ftrace_format_table_group(const struct ftrace_format_table *t, int id);
 
-/* Cached translations, owned by the table (built once, shared by parsers). */
-struct ftrace_event_tr **ftrace_format_table_tr_slot(struct ftrace_format_table *t, int id);
+/* Highest event id loaded so far (0: none). */
+int ftrace_format_table_max_id(const struct ftrace_format_table *t);
 
-/* Next dynamic id for a generic event of this instance (65536, 65537...). */
-uint32_t ftrace_format_table_next_dyn_id(struct ftrace_format_table *t);
-uint32_t ftrace_format_table_dyn_count(const struct ftrace_format_table *t);
-
-/* sched_switch/sched_waking layout, resolved on first use. */
-const struct ftrace_compact_format *ftrace_format_table_compact(struct ftrace_format_table *t);
+/*
+ * The cache of the layer above (ftrace_translate.c), kept with the table so
+ * that every parser of one instance shares it: set once, freed with
+ * @free_cache when the table is freed (or the cache replaced).
+ */
+void *ftrace_format_table_cache(const struct ftrace_format_table *t);
+void ftrace_format_table_set_cache(struct ftrace_format_table *t, void *cache,
+				   void (*free_cache)(void *cache));
 
 /* printk_formats: address -> string, loaded on first use. */
 int ftrace_format_table_load_printk(struct ftrace_format_table *t);
@@ -124,17 +126,20 @@ const char *ftrace_format_table_printk_lookup(const struct ftrace_format_table *
 
 /**
  * ftrace_translate_get - the translation of event @id of @t: typed when
- * the table of known events has it, else generic.  Cached in the table.
+ * the table of known events has it, else generic.  Built once per table
+ * and shared by its parsers: a generic event keeps the dynamic field id
+ * (65536, 65537... in the order first asked for) it got first.
+ * Returns: 0, -ENOENT for an id the table has not loaded, -ENOMEM.
  */
 int ftrace_translate_get(struct ftrace_format_table *t, int id, const struct ftrace_event_tr **ret);
-struct ftrace_event_tr *ftrace_event_tr_free(struct ftrace_event_tr *tr);
 
 /**
- * ftrace_translate_compact - check sched_switch/sched_waking of @t (loading
- * their formats) against the layout compact_sched assumes.
- * Returns: 0 with @ret->valid set, or -errno (then @ret->valid is false).
+ * ftrace_translate_compact - the sched_switch/sched_waking layout of @t
+ * (their formats loaded on first use), checked against the one
+ * compact_sched assumes; resolved once per table.  Never NULL: ->valid is
+ * false when the formats are absent or unexpected.
  */
-int ftrace_translate_compact(struct ftrace_format_table *t, struct ftrace_compact_format *ret);
+const struct ftrace_compact_format *ftrace_translate_compact(struct ftrace_format_table *t);
 
 /* ---- compact_sched columns (ftrace_compact.c) -------------------------- */
 
