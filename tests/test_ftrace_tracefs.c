@@ -261,7 +261,7 @@ START_TEST(test_write_fd_short_writes)
 	sigaction(SIGALRM, &sa, NULL);
 	setitimer(ITIMER_REAL, &it, NULL);
 
-	ck_assert_int_eq(ftrace_tracefs_write_fd(p[1], data, len), 0);
+	ck_assert_int_eq(write_all(p[1], data, len), 0);
 
 	it = (struct itimerval){ 0 };
 	setitimer(ITIMER_REAL, &it, NULL);
@@ -275,7 +275,7 @@ START_TEST(test_write_fd_short_writes)
 	/* No progress at all is an error, not an endless loop. */
 	int fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(ftrace_tracefs_write_fd(fd, "x", 1), -ENOSPC);
+	ck_assert_int_eq(write_all(fd, "x", 1), -ENOSPC);
 	close(fd);
 }
 END_TEST

@@ -50,12 +50,12 @@ static int add_failed(struct ftrace_ds *ds, const struct ftrace_event_name *e, c
 	if (!n)
 		return -ENOMEM;
 	ds->failed = n;
-	ds->failed[ds->n_failed] = ftrace_strdup_printf("%s/%s", e->group, e->name);
+	ds->failed[ds->n_failed] = strdup_printf("%s/%s", e->group, e->name);
 	if (!ds->failed[ds->n_failed])
 		return -ENOMEM;
 	ds->n_failed++;
-	line = ftrace_strdup_printf("failed to enable ftrace event %s/%s: %s", e->group, e->name, why);
-	return line ? ftrace_append_line(&ds->warnings, line) : -ENOMEM;
+	line = strdup_printf("failed to enable ftrace event %s/%s: %s", e->group, e->name, why);
+	return line ? str_append_line(&ds->warnings, line) : -ENOMEM;
 }
 
 /*
@@ -170,7 +170,7 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	r = ftrace_tracefs_read_available(ds->inst->tfs, (const char *const *)cfg->ftrace_events,
 					  cfg->n_ftrace_events, &ds->avail);
 	if (r < 0) {
-		ftrace_set_error(ret_error, ftrace_strdup_printf("read %s/available_events: %s",
+		set_error_text(ret_error, strdup_printf("read %s/available_events: %s",
 								 ftrace_tracefs_path(ds->inst->tfs), strerror(-r)));
 		return r;
 	}
@@ -226,7 +226,7 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	r = ftrace_tracefs_enable_events(ds->inst->tfs, ds->cfg->events, ds->cfg->n_events, ds->enabled,
 					 &enable_errors);
 	if (r < 0) {
-		ftrace_set_error(ret_error, ftrace_strdup_printf("enable ftrace events in %s: %s",
+		set_error_text(ret_error, strdup_printf("enable ftrace events in %s: %s",
 								 ftrace_tracefs_path(ds->inst->tfs), strerror(-r)));
 		return r;
 	}
@@ -237,7 +237,7 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 		if (r < 0)
 			return r;
 	}
-	if (enable_errors && ftrace_append_line(&ds->warnings, enable_errors) < 0)
+	if (enable_errors && str_append_line(&ds->warnings, enable_errors) < 0)
 		return -ENOMEM;
 
 	*ret = TAKE_PTR(ds);

@@ -16,6 +16,19 @@
 #include "smb/smb.h"
 #include "util/util.h"
 
+/* $TRACED_PROBES_STATE_DIR if absolute, else the default. */
+static const char *state_dir_default(void)
+{
+	const char *e = secure_getenv(FTRACE_STATE_DIR_ENV);
+
+	return e && e[0] == '/' ? e : FTRACE_STATE_DIR_DEFAULT;
+}
+
+int ftrace_host_recover(const char *state_dir)
+{
+	return ftrace_tracefs_undo_replay_dir(state_dir ? state_dir : state_dir_default());
+}
+
 int ftrace_host_new(struct event *e, struct ftrace_host **ret)
 {
 	struct ftrace_host *h;
@@ -25,7 +38,7 @@ int ftrace_host_new(struct event *e, struct ftrace_host **ret)
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
-	h->state_dir = strdup(ftrace_state_dir());
+	h->state_dir = strdup(state_dir_default());
 	if (!h->state_dir) {
 		free(h);
 		return -ENOMEM;
@@ -106,7 +119,7 @@ int ftrace_host_get_inst(struct ftrace_host *h, const char *instance_name, struc
 		goto fail;
 	r = ftrace_format_table_new(ftrace_tracefs_path(in->tfs), &in->table);
 	if (r < 0) {
-		ftrace_set_error(ret_error, ftrace_strdup_printf("read the ring-buffer page layout of %s: %s",
+		set_error_text(ret_error, strdup_printf("read the ring-buffer page layout of %s: %s",
 								 ftrace_tracefs_path(in->tfs), strerror(-r)));
 		goto fail;
 	}
