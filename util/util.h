@@ -149,6 +149,28 @@ int read_full_file_at(int dirfd, const char *path, size_t max, char **ret_buf, s
  */
 int write_all(int fd, const void *buf, size_t len);
 
+/* ---- message strings (util_str.c) -------------------------------------- */
+
+/**
+ * strdup_printf - asprintf() that returns the new string, or NULL when out
+ * of memory.
+ */
+char *strdup_printf(const char *fmt, ...) _printf_(1, 2);
+
+/**
+ * set_error_text - hand @msg (malloc'd, may be NULL) to the optional
+ * out-parameter @ret_error, replacing and freeing what it held; without
+ * @ret_error, free @msg.
+ */
+void set_error_text(char **ret_error, char *msg);
+
+/**
+ * str_append_line - append @line and '\n' to the malloc'd string *@buf
+ * (NULL counts as empty).
+ * Returns: 0 or -ENOMEM (*@buf unchanged).
+ */
+int str_append_line(char **buf, const char *line);
+
 /**
  * now_ns - clock_gettime(@clock) in nanoseconds.
  */
