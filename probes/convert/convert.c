@@ -16,6 +16,8 @@
  * header it cannot walk) are counted, not converted.
  */
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,6 +61,7 @@ struct conv {
 	uint64_t progress_total, progress_done, progress_next;
 	uint8_t *batch;
 	struct kbuffer *kb;
+	int raw_fd;           /* the file itself when its pages are stored as is, else -EBADF */
 	bool ts_shifted;
 };
 
@@ -226,6 +229,46 @@ static int flush_batch(struct conv_buffer *cb, struct ftrace_parser *p, uint32_t
 	return 0;
 }
 
+/*
+ * Pages libtracecmd stepped over without a record (a header it refuses, a
+ * zeroed page, only padding) between the pages at @from and @to.  When the
+ * file stores pages as they are (no compression), they are read from it
+ * and parsed like the others, so a damaged page becomes an FtraceError as
+ * it would live; otherwise they are only counted.
+ */
+static int add_skipped(struct conv_buffer *cb, struct ftrace_parser *p, uint32_t cpu,
+		       int64_t from, int64_t to, size_t *n, struct ftrace_cpu_state *st,
+		       struct ftrace_pass_stats *ps, struct convert_cpu_summary *cs)
+{
+	struct conv *c = cb->c;
+	int64_t ps_sz = c->page_size;
+	int64_t first = ALIGN_UP(from, ps_sz) + ps_sz, last = ALIGN_UP(to, ps_sz);
+	int r;
+
+	/* Page starts are only known exactly when pages are page-aligned. */
+	if (first >= last)
+		return 0;
+	if (c->raw_fd < 0 || ALIGN_UP(from, ps_sz) - from > 8 || last - to > 8) {
+		cs->skipped_pages += (uint64_t)((last - first) / ps_sz);
+		return 0;
+	}
+	for (int64_t off = first; off < last; off += ps_sz) {
+		if (*n == CONVERT_BATCH_PAGES) {
+			r = flush_batch(cb, p, cpu, *n, st, ps);
+			*n = 0;
+			if (r < 0)
+				return r;
+		}
+		if (pread(c->raw_fd, c->batch + *n * c->page_size, c->page_size, off) !=
+		    (ssize_t)c->page_size) {
+			cs->skipped_pages++;
+			continue;
+		}
+		(*n)++;
+	}
+	return 0;
+}
+
 static int convert_cpu(struct conv_buffer *cb, struct tracecmd_input *h, struct ftrace_parser *p,
 		       int cpu)
 {
@@ -233,7 +276,7 @@ static int convert_cpu(struct conv_buffer *cb, struct tracecmd_input *h, struct 
 	struct convert_cpu_summary *cs = &c->sum->cpu[cpu];
 	struct ftrace_cpu_state st = {};
 	struct ftrace_pass_stats ps = {};
-	int64_t last = 0;
+	int64_t last = 0, head = 0;
 	bool first = true;
 	size_t n = 0;
 	int r = 0;
@@ -260,10 +303,13 @@ static int convert_cpu(struct conv_buffer *cb, struct tracecmd_input *h, struct 
 		at = (int64_t)rec->offset - ((uint8_t *)rec->data - map);
 		if (first || at > last + (int64_t)c->page_size / 2 ||
 		    at < last - (int64_t)c->page_size / 2) {
-			if (!first && at > last + (int64_t)c->page_size * 3 / 2)
-				cs->skipped_pages +=
-					(uint64_t)((at - last - (int64_t)c->page_size / 2) /
-						   (int64_t)c->page_size);
+			if (!first && at > last + (int64_t)c->page_size * 3 / 2) {
+				r = add_skipped(cb, p, (uint32_t)cpu, last, at, &n, &st, &ps, cs);
+				if (r < 0) {
+					tracecmd_free_record(rec);
+					break;
+				}
+			}
 			if (n == CONVERT_BATCH_PAGES) {
 				r = flush_batch(cb, p, (uint32_t)cpu, n, &st, &ps);
 				n = 0;
@@ -275,10 +321,25 @@ static int convert_cpu(struct conv_buffer *cb, struct tracecmd_input *h, struct 
 			memcpy(c->batch + n * c->page_size, map, c->page_size);
 			page_fix_ts(c, c->batch + n * c->page_size, rec->ts);
 			n++;
+			if (first)
+				head = at;
 			last = at;
 			first = false;
 		}
 		tracecmd_free_record(rec);
+	}
+	/*
+	 * libtracecmd stops a CPU at the first page it cannot walk; the pages
+	 * after it, up to the end of the CPU's data (counted from the first
+	 * page that held a record), are read by hand as above.
+	 */
+	if (r >= 0 && !first && c->raw_fd >= 0) {
+		off_t size = tracecmd_get_cpu_file_size(h, cpu);
+
+		if (size > 0)
+			r = add_skipped(cb, p, (uint32_t)cpu, last,
+					ALIGN_UP(head, (int64_t)c->page_size) + size - 4, &n, &st, &ps,
+					cs);
 	}
 	if (r >= 0)
 		r = flush_batch(cb, p, (uint32_t)cpu, n, &st, &ps);
@@ -441,7 +502,8 @@ int convert_file(const char *in_path, int out_fd, const struct convert_opts *o,
 	const struct convert_opts defaults = CONVERT_OPTS_DEFAULT;
 	struct tep_handle *tep;
 	const char *clock, *zname = NULL, *zver = NULL;
-	struct conv c = { .opts = o ? o : &defaults };
+	struct conv c = { .opts = o ? o : &defaults, .raw_fd = -EBADF };
+	_cleanup_close_ int raw_fd = -EBADF;
 	int n_cpus, n_inst, page_size, commit_size, r;
 	bool compressed;
 
@@ -518,6 +580,8 @@ int convert_file(const char *in_path, int out_fd, const struct convert_opts *o,
 	c.out = out;
 
 	if (!compressed) {
+		raw_fd = open(in_path, O_RDONLY | O_CLOEXEC);
+		c.raw_fd = raw_fd;
 		c.progress_total = data_size(top);
 		for (int i = 0; i < n_inst; i++) {
 			_cleanup_(tracecmd_closep) struct tracecmd_input *ih =
@@ -567,5 +631,69 @@ fail:
 	if (c.kb)
 		kbuffer_free(c.kb);
 	*ret_summary = TAKE_PTR(sum);
+	return r;
+}
+
+/* ---- isolation ------------------------------------------------------------ */
+
+int convert_file_isolated(const char *in_path, int out_fd, const struct convert_opts *o,
+			  struct convert_summary **ret_summary)
+{
+	const size_t shared_len = sizeof(struct convert_summary) +
+				  CONVERT_MAX_CPUS * sizeof(struct convert_cpu_summary);
+	struct convert_summary *shared, *sum;
+	int status, r;
+	pid_t pid;
+
+	if (!in_path || !ret_summary)
+		return -EINVAL;
+	*ret_summary = NULL;
+	shared = mmap(NULL, shared_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		(void)munmap(shared, shared_len);
+		return r;
+	}
+	if (pid == 0) {
+		_cleanup_free_ struct convert_summary *s = NULL;
+
+		r = convert_file(in_path, out_fd, o, &s);
+		if (s)
+			memcpy(shared, s, sizeof(*s) + s->n_cpus * sizeof(s->cpu[0]));
+		/* The exit status carries the error; 0 marks "no summary". */
+		_exit(s ? 0x80 | (uint8_t)MIN(-r, 0x7f) : (uint8_t)MIN(-r, 0x7f));
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			r = -errno;
+			(void)munmap(shared, shared_len);
+			return r;
+		}
+	if (WIFSIGNALED(status)) {
+		sum = calloc(1, sizeof(*sum));
+		if (sum) {
+			set_reason(sum, "the reader crashed (signal %d): the file is damaged",
+				   WTERMSIG(status));
+			*ret_summary = sum;
+		}
+		(void)munmap(shared, shared_len);
+		return -EBADMSG;
+	}
+	r = -(WEXITSTATUS(status) & 0x7f);
+	if (WEXITSTATUS(status) & 0x80) {
+		size_t len = sizeof(*shared) + shared->n_cpus * sizeof(shared->cpu[0]);
+
+		sum = malloc(len);
+		if (!sum) {
+			(void)munmap(shared, shared_len);
+			return -ENOMEM;
+		}
+		memcpy(sum, shared, len);
+		*ret_summary = sum;
+	}
+	(void)munmap(shared, shared_len);
 	return r;
 }

@@ -70,6 +70,15 @@ int convert_file(const char *in_path, int out_fd, const struct convert_opts *o,
 		 struct convert_summary **ret_summary);
 
 /**
+ * convert_file_isolated - convert_file() in a child process, so that a
+ * damaged file that crashes libtracecmd (whose reader trusts the file's
+ * layout) ends the conversion with -EBADMSG and a reason, not the caller.
+ * The summary is passed back through shared memory.
+ */
+int convert_file_isolated(const char *in_path, int out_fd, const struct convert_opts *o,
+			  struct convert_summary **ret_summary);
+
+/**
  * convert_main - `traced-probes convert IN.dat -o OUT.pftrace`.
  * @argv[0] is "convert".  Returns: the process exit status.
  */

@@ -236,13 +236,20 @@ int convert_main(int argc, char **argv)
 	}
 	/* libtracecmd's own messages would repeat ours, less precisely. */
 	tracecmd_set_loglevel(TEP_LOG_NONE);
-	r = convert_file(in_path, out_fd, &o, &sum);
+	r = convert_file_isolated(in_path, out_fd, &o, &sum);
 	if (pr.shown)
 		fputc('\n', stderr);
-	if (r < 0 && r != -EBADMSG) {
+	if (r == -EBADMSG && sum && sum->reason[0]) {
+		/* The reader itself gave up: nothing complete was written. */
+	} else if (r == -EBADMSG) {
+		goto converted;
+	}
+	if (r < 0) {
 		if (tmp_path)
 			(void)unlink(tmp_path);
-		if (r == -ENODATA)
+		if (r == -EBADMSG)
+			log_error("Cannot convert '%s': %s", in, sum ? sum->reason : "damaged file");
+		else if (r == -ENODATA)
 			log_error("'%s' is not a trace.dat file libtracecmd can read", in);
 		else if (sum && sum->reason[0])
 			log_error("Cannot convert '%s': %s", in, sum->reason);
@@ -250,6 +257,7 @@ int convert_main(int argc, char **argv)
 			log_error_errno(r, "Cannot convert '%s': %m", in);
 		return 1;
 	}
+converted:
 	if (tmp_path) {
 		if (fsync(out_fd) < 0 || rename(tmp_path, out) < 0) {
 			r = -errno;
