@@ -62,6 +62,7 @@ struct conv {
 	uint8_t *batch;
 	struct kbuffer *kb;
 	int raw_fd;           /* the file itself when its pages are stored as is, else -EBADF */
+	uintptr_t src_lo, src_hi; /* source pages copied since the last release */
 	bool ts_shifted;
 };
 
@@ -208,6 +209,41 @@ static void page_fix_ts(struct conv *c, uint8_t *page, uint64_t rec_ts)
 	c->ts_shifted = true;
 }
 
+/*
+ * libtracecmd maps a whole CPU's data at once (the file itself, or the
+ * unpacked copy of a compressed one) and never unmaps behind the reader, so
+ * the resident set would grow to the data's size.  The pages already
+ * copied are handed back (MADV_PAGEOUT keeps their contents, whatever kind
+ * of memory they are: harmless if libtracecmd reads them again, and it
+ * does not): memory stays flat however large the file.
+ */
+static void release_source(struct conv *c)
+{
+	long sys_page = sysconf(_SC_PAGESIZE);
+	uintptr_t lo, hi;
+
+	if (c->src_hi <= c->src_lo || sys_page <= 0)
+		goto done;
+	lo = ALIGN_UP(c->src_lo, (uintptr_t)sys_page);
+	hi = c->src_hi & ~((uintptr_t)sys_page - 1);
+	if (hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_PAGEOUT);
+done:
+	c->src_lo = c->src_hi = 0;
+}
+
+static void note_source(struct conv *c, const uint8_t *map)
+{
+	uintptr_t a = (uintptr_t)map;
+
+	/* Only a run of adjacent pages is released, never a guess between runs. */
+	if (c->src_hi != a)
+		release_source(c);
+	if (c->src_lo == 0)
+		c->src_lo = a;
+	c->src_hi = a + c->page_size;
+}
+
 static int flush_batch(struct conv_buffer *cb, struct ftrace_parser *p, uint32_t cpu, size_t n,
 		       struct ftrace_cpu_state *st, struct ftrace_pass_stats *ps)
 {
@@ -225,6 +261,7 @@ static int flush_batch(struct conv_buffer *cb, struct ftrace_parser *p, uint32_t
 	c->sum->events += ps->events - events_before;
 	c->sum->bytes_in += (uint64_t)n * c->page_size;
 	c->progress_done += (uint64_t)n * c->page_size;
+	release_source(c);
 	progress_tick(c);
 	return 0;
 }
@@ -319,6 +356,7 @@ static int convert_cpu(struct conv_buffer *cb, struct tracecmd_input *h, struct 
 				}
 			}
 			memcpy(c->batch + n * c->page_size, map, c->page_size);
+			note_source(c, map);
 			page_fix_ts(c, c->batch + n * c->page_size, rec->ts);
 			n++;
 			if (first)
