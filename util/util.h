@@ -96,8 +96,14 @@ enum log_level log_get_max_level(void);
 int log_level_from_string(const char *s);
 
 /**
- * log_internal - print one line to stderr with a level prefix that the
- * journal understands (<N>).  Keeps errno.  When @error is non-zero, "%m"
+ * log_stderr_is_journal - whether stderr is the journal stream systemd
+ * announced in $JOURNAL_STREAM ("<dev>:<inode>").
+ */
+bool log_stderr_is_journal(void);
+
+/**
+ * log_internal - print one line to stderr, with a level prefix that the
+ * journal understands (<N>) when stderr is the journal.  Keeps errno.  When @error is non-zero, "%m"
  * in @fmt expands to strerror(-@error).
  * Returns: @error (negative) so callers can "return log_error_errno(r, ...)".
  */
