@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 
 #include "probes/ftrace/ftrace.h"
-#include "probes/pbtxt.h"
+#include "protos/pbtxt.h"
 #include "probes/producer.h"
 #include "service/service.h"
 #include "tests/tp_kernel.h"
