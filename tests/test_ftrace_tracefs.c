@@ -21,6 +21,7 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 
+#include "probes/ds/ds.h"
 #include "probes/ftrace/ftrace.h"
 #include "probes/ftrace/ftrace_control.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
@@ -707,6 +708,18 @@ END_TEST
 
 /* ---- the data-source API: validation and reporting ------------------------- */
 
+static struct pbw *refuse_begin(void *userdata)
+{
+	return NULL;
+}
+
+static int refuse_end(void *userdata)
+{
+	return -ENOSPC;
+}
+
+static const struct ds_sink refusing_sink = { .begin_packet = refuse_begin, .end_packet = refuse_end };
+
 static int setup_ds(const char *instance, char **events, size_t n, struct ftrace_host **ret_host,
 		    struct ftrace_ds **ret, char **err)
 {
@@ -722,8 +735,8 @@ static int setup_ds(const char *instance, char **events, size_t n, struct ftrace
 	cfg.buffer_size_kb = 256;
 	ck_assert_int_ge(event_default(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
-	/* setup does not write packets: a dummy writer pointer is fine */
-	r = ftrace_ds_setup(h, 1, 1, &cfg, (struct smb_writer *)0x1, NULL, NULL, ret, err);
+	/* setup does not write packets: a sink that refuses them is fine */
+	r = ftrace_ds_setup(h, 1, 1, &cfg, &refusing_sink, NULL, NULL, ret, err);
 	if (r < 0)
 		h = ftrace_host_free(h);
 	*ret_host = h;

@@ -12,7 +12,6 @@
 
 #include "probes/ftrace/ftrace_ds_internal.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
-#include "smb/smb.h"
 #include "util/util.h"
 
 #define FTRACE_STATS_PHASE_START 1
@@ -129,7 +128,7 @@ static int keep_used_events(struct ftrace_ds *ds)
 }
 
 int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracing_session_id,
-		    const struct Perfetto__Protos__FtraceConfig *cfg, struct smb_writer *w,
+		    const struct Perfetto__Protos__FtraceConfig *cfg, const struct ds_sink *sink,
 		    const struct ftrace_ds_hooks *hooks, void *userdata, struct ftrace_ds **ret, char **ret_error)
 {
 	_cleanup_(ds_freep) struct ftrace_ds *ds = NULL;
@@ -140,7 +139,7 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	unsigned n_cpus;
 	int r;
 
-	if (!h || !cfg || !w || !ret)
+	if (!h || !cfg || !sink || !sink->begin_packet || !sink->end_packet || !ret)
 		return -EINVAL;
 
 	r = ftrace_config_instance_name(cfg, &inst_name, ret_error);
@@ -153,7 +152,7 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	ds->host = h;
 	ds->instance_id = instance_id;
 	ds->tracing_session_id = tracing_session_id;
-	ds->writer = w;
+	ds->sink = *sink;
 	if (hooks)
 		ds->hooks = *hooks;
 	ds->userdata = userdata;
@@ -251,12 +250,18 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
  */
 static void write_stats_packet(struct ftrace_ds *ds, const struct ftrace_stats_msg *m)
 {
-	struct pbw *pw = smb_writer_begin_packet(ds->writer);
+	struct pbw *pw = ds->sink.begin_packet(ds->sink.userdata);
 
 	if (!pw)
 		return;
 	ftrace_stats_encode(pw, m);
-	(void)smb_writer_end_packet(ds->writer);
+	(void)ds->sink.end_packet(ds->sink.userdata);
+}
+
+static void sink_flush(struct ftrace_ds *ds)
+{
+	if (ds->sink.flush)
+		ds->sink.flush(ds->sink.userdata);
 }
 
 static void snapshot_stats(struct ftrace_ds *ds, struct ftrace_cpu_stats *out)
@@ -337,7 +342,7 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 		return -EINVAL;
 	in = ds->inst;
 	if (!ds->started) {
-		smb_writer_flush(ds->writer);
+		sink_flush(ds);
 		return 0;
 	}
 
@@ -378,7 +383,7 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	m.parse_errors = parse_errors_mask(ds);
 	write_stats_packet(ds, &m);
 
-	smb_writer_flush(ds->writer);
+	sink_flush(ds);
 	return now ? r : -ENOMEM;
 }
 

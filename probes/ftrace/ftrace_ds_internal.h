@@ -8,6 +8,7 @@
 
 #include "event/event.h"
 
+#include "probes/ds/ds.h"
 #include "probes/ftrace/ftrace.h"
 #include "probes/ftrace/ftrace_control.h"
 #include "probes/ftrace/ftrace_parse.h"
@@ -63,7 +64,7 @@ struct ftrace_ds {
 	size_t n_failed;
 	char *warnings;
 
-	struct smb_writer *writer;
+	struct ds_sink sink;
 	struct ftrace_ds_hooks hooks;
 	void *userdata;
 	struct ftrace_parser *parser;

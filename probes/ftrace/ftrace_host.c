@@ -207,7 +207,7 @@ static void batch_begin(struct ftrace_inst *in, unsigned cpu)
 {
 	for (struct ftrace_ds *ds = in->sessions; ds; ds = ds->next)
 		if (ds->started)
-			(void)ftrace_parser_batch_begin(ds->parser, cpu, in->page_size, ds->writer,
+			(void)ftrace_parser_batch_begin(ds->parser, cpu, in->page_size, &ds->sink,
 							&ds->cpu_state[cpu], ds->pids, &ds->cpu_pass[cpu]);
 }
 

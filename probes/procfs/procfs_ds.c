@@ -45,9 +45,9 @@ static void apply_config(struct procfs_ds *ds, const Perfetto__Protos__ProcessSt
 	}
 }
 
-int procfs_ds_setup_sink(struct event *e, uint64_t instance_id, uint64_t tracing_session_id,
-			 const Perfetto__Protos__ProcessStatsConfig *cfg,
-			 const struct procfs_sink *sink, struct procfs_ds **ret)
+int procfs_ds_setup(struct event *e, uint64_t instance_id, uint64_t tracing_session_id,
+		    const Perfetto__Protos__ProcessStatsConfig *cfg, const struct ds_sink *sink,
+		    struct procfs_ds **ret)
 {
 	struct procfs_ds *ds;
 	long hz;

@@ -15,6 +15,7 @@
 
 #include "event/event.h"
 
+#include "probes/ds/ds.h"
 #include "probes/procfs/procfs.h"
 #include "smb/pbw.h"
 
@@ -288,7 +289,7 @@ struct procfs_ds {
 	uint64_t instance_id;
 	uint64_t tracing_session_id;
 
-	struct procfs_sink sink;
+	struct ds_sink sink;
 
 	/* config */
 	bool scan_on_start;
