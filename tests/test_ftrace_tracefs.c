@@ -708,17 +708,21 @@ END_TEST
 
 /* ---- the data-source API: validation and reporting ------------------------- */
 
-static struct pbw *refuse_begin(void *userdata)
+static struct pbw *no_packet_begin(void *userdata)
 {
+	ck_abort_msg("setup wrote a packet");
 	return NULL;
 }
 
-static int refuse_end(void *userdata)
+static int no_packet_end(void *userdata)
 {
+	ck_abort_msg("setup wrote a packet");
 	return -ENOSPC;
 }
 
-static const struct ds_sink refusing_sink = { .begin_packet = refuse_begin, .end_packet = refuse_end };
+/* Setup writes no packet: a sink that fails the test if it is used. */
+static const struct ds_sink no_packet_sink = { .begin_packet = no_packet_begin,
+					       .end_packet = no_packet_end };
 
 static int setup_ds(const char *instance, char **events, size_t n, struct ftrace_host **ret_host,
 		    struct ftrace_ds **ret, char **err)
@@ -735,8 +739,7 @@ static int setup_ds(const char *instance, char **events, size_t n, struct ftrace
 	cfg.buffer_size_kb = 256;
 	ck_assert_int_ge(event_default(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
-	/* setup does not write packets: a sink that refuses them is fine */
-	r = ftrace_ds_setup(h, 1, 1, &cfg, &refusing_sink, NULL, NULL, ret, err);
+	r = ftrace_ds_setup(h, 1, 1, &cfg, &no_packet_sink, NULL, NULL, ret, err);
 	if (r < 0)
 		h = ftrace_host_free(h);
 	*ret_host = h;

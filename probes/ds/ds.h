@@ -29,9 +29,10 @@ struct Perfetto__Protos__DataSourceDescriptor;
 
 /*
  * Where an instance writes its TracePackets: one trace writer, one
- * sequence.  begin_packet() returns NULL when no chunk could be had; the
- * packet is then dropped and counted by the writer, and end_packet() must
- * not be called.
+ * sequence.  begin_packet() always returns a cursor: when no chunk could
+ * be had the packet goes to a discard cursor, is counted by the writer and
+ * end_packet() returns -ENOSPC (the SMB writer's behaviour; a sink for
+ * tests must do the same).
  */
 struct ds_sink {
 	struct pbw *(*begin_packet)(void *userdata);
