@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probes/ds/ds.h"
 #include "probes/procfs/procfs.h"
 #include "probes/procfs/procfs_internal.h"
 #include "protos/perfetto/config/process_stats/process_stats_config.pb-c.h"
@@ -156,7 +157,7 @@ static int32_t *all_tids(size_t *ret_n)
 static void run(enum scenario sc, unsigned runs, struct sink_buf *sb, struct result *res)
 {
 	Perfetto__Protos__ProcessStatsConfig cfg = PERFETTO__PROTOS__PROCESS_STATS_CONFIG__INIT;
-	struct procfs_sink sink = { .begin_packet = sb_begin, .end_packet = sb_end, .userdata = sb };
+	struct ds_sink sink = { .begin_packet = sb_begin, .end_packet = sb_end, .userdata = sb };
 	_cleanup_free_ int32_t *tids = NULL;
 	_cleanup_free_ uint64_t *ns = calloc(runs, sizeof(uint64_t));
 	struct procfs_ds_stats st;
@@ -181,7 +182,7 @@ static void run(enum scenario sc, unsigned runs, struct sink_buf *sb, struct res
 
 		if (i == 0) {
 			/* cold: set up and start, which is where a full scan runs */
-			if (procfs_ds_setup_sink(NULL, 1, 1, &cfg, &sink, &ds) < 0)
+			if (procfs_ds_setup(NULL, 1, 1, &cfg, &sink, &ds) < 0)
 				abort();
 			procfs_ds_set_rescan_on_clear(ds, true);
 			if (procfs_ds_start(ds) < 0)

@@ -12,7 +12,7 @@
 
 #include "event/event.h"
 #include "probes/daemon.h"
-#include "probes/ftrace/ftrace.h"
+#include "probes/ds/ds.h"
 #include "probes/producer.h"
 #include "util/notify.h"
 #include "util/util.h"
@@ -23,7 +23,7 @@
 struct daemon {
 	struct event *event;
 	const char *address;
-	struct ftrace_host *ftrace;
+	void **shared;                  /* each data-source kind's state (ds_registry) */
 	struct producer *producer;
 	struct event_source *retry;
 	struct event_source *reap;       /* frees a dead producer outside its callbacks */
@@ -87,19 +87,48 @@ static void on_registered(struct producer *p, void *userdata)
 
 	d->connections++;
 	d->backoff_ms = BACKOFF_MIN_MS;
-	log_info("Connected to the tracing service at %s; data sources linux.ftrace and "
-		 "linux.process_stats registered", d->address);
+	log_info("Connected to the tracing service at %s; data sources registered", d->address);
 	/* Ready means serving: tracefs sane, loop running and traced connected. */
 	(void)notify_sendf("READY=1\nSTATUS=Connected to %s", d->address);
 }
 
-static void on_ds_stopped(struct producer *p, const struct producer_ds_report *r, void *userdata)
+/* Per-CPU data sources (ftrace) get a line: what they lost is worth knowing. */
+static void on_ds_stopped(struct producer *p, const struct ds_report *r, void *userdata)
 {
-	if (!r->failed && strcmp(r->name, "linux.ftrace") == 0)
-		log_info("ftrace session %llu stopped: %llu events, %llu lost in the kernel, "
+	if (!r->failed && r->n_cpus > 0)
+		log_info("%s session %llu stopped: %llu events on %u CPUs, %llu lost in the kernel, "
 			 "%llu packets dropped (buffer full)",
-			 (unsigned long long)r->tracing_session_id, (unsigned long long)r->events,
-			 (unsigned long long)r->lost_events, (unsigned long long)r->packets_dropped);
+			 r->name, (unsigned long long)r->tracing_session_id,
+			 (unsigned long long)r->events, r->n_cpus, (unsigned long long)r->lost_events,
+			 (unsigned long long)r->packets_dropped);
+}
+
+/*
+ * What a killed predecessor left behind (tracefs state, for ftrace), put
+ * back by every data source that has something to put back.
+ * Returns: 0, or the first -errno.
+ */
+static int recover_all(void)
+{
+	int ret = 0;
+
+	for (size_t i = 0; ds_registry[i]; i++) {
+		const struct ds_ops *ops = ds_registry[i];
+		int r;
+
+		if (!ops->recover)
+			continue;
+		r = ops->recover();
+		if (r > 0)
+			log_notice("Restored the state a previous run of %s left behind (%d saved state%s)",
+				   ops->name, r, r == 1 ? "" : "s");
+		else if (r < 0)
+			log_warning_errno(r, "Could not restore the state a previous run of %s left behind: %m",
+					  ops->name);
+		if (r < 0 && ret == 0)
+			ret = r;
+	}
+	return ret;
 }
 
 static int connect_now(struct daemon *d)
@@ -114,7 +143,7 @@ static int connect_now(struct daemon *d)
 	d->retry = event_source_disable_unref(d->retry);
 	if (d->producer)
 		return 0;
-	r = producer_new(d->event, d->ftrace, &hooks, d, &d->producer);
+	r = producer_new(d->event, ds_registry, d->shared, &hooks, d, &d->producer);
 	if (r >= 0)
 		r = producer_connect(d->producer, d->address);
 	if (r < 0) {
@@ -230,12 +259,7 @@ int daemon_main(int argc, char **argv)
 	if (!d.address)
 		d.address = producer_default_socket();
 
-	r = ftrace_host_recover(NULL);
-	if (r > 0)
-		log_notice("Restored the tracefs state a previous run left behind (%d saved state%s)", r,
-			   r == 1 ? "" : "s");
-	else if (r < 0)
-		log_warning_errno(r, "Could not restore the tracefs state a previous run left behind: %m");
+	r = recover_all();
 	if (cleanup_only)
 		return r < 0 ? 1 : 0;
 
@@ -256,7 +280,7 @@ int daemon_main(int argc, char **argv)
 	if (r >= 0)
 		r = setup_watchdog(&d);
 	if (r >= 0)
-		r = ftrace_host_new(d.event, &d.ftrace);
+		r = ds_shared_new_all(d.event, &d.shared);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up: %m");
 		goto out;
@@ -272,7 +296,7 @@ out:
 	d.retry = event_source_disable_unref(d.retry);
 	d.watchdog = event_source_disable_unref(d.watchdog);
 	d.producer = producer_free(d.producer);
-	d.ftrace = ftrace_host_free(d.ftrace);
+	d.shared = ds_shared_free_all(d.shared);
 	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
 		sigs[i] = event_source_disable_unref(sigs[i]);
 	d.event = event_unref(d.event);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The producer's side of ProducerPort: handshake, data-source registration,
- * the GetAsyncCommand stream and commits.  The order of the handshake and of
+ * The producer's side of ProducerPort: handshake, data-source registration
+ * and the GetAsyncCommand stream, whose commands go down to producer_ds.c.  The order of the handshake and of
  * every reply follows what the service expects from Perfetto's own
  * traced_probes (see the fact sheet, 2.6 and 8.1).
  */
@@ -11,8 +11,7 @@
 #include <sys/stat.h>
 
 #include "ipc/ipc.h"
-#include "probes/ftrace/ftrace.h"
-#include "probes/producer-internal.h"
+#include "probes/producer_internal.h"
 #include "protos/perfetto/ipc/producer_port.pb-c.h"
 #include "util/util.h"
 
@@ -25,18 +24,6 @@
 #define SMB_STALL_US 10000u
 #define COMMIT_BATCH_BYTES (128u * 1024)
 
-static const char *const method_names[_PRODUCER_METHOD_MAX] = {
-	[PRODUCER_METHOD_INITIALIZE_CONNECTION] = "InitializeConnection",
-	[PRODUCER_METHOD_REGISTER_DATA_SOURCE] = "RegisterDataSource",
-	[PRODUCER_METHOD_UNREGISTER_DATA_SOURCE] = "UnregisterDataSource",
-	[PRODUCER_METHOD_COMMIT_DATA] = "CommitData",
-	[PRODUCER_METHOD_GET_ASYNC_COMMAND] = "GetAsyncCommand",
-	[PRODUCER_METHOD_REGISTER_TRACE_WRITER] = "RegisterTraceWriter",
-	[PRODUCER_METHOD_UNREGISTER_TRACE_WRITER] = "UnregisterTraceWriter",
-	[PRODUCER_METHOD_NOTIFY_DATA_SOURCE_STARTED] = "NotifyDataSourceStarted",
-	[PRODUCER_METHOD_NOTIFY_DATA_SOURCE_STOPPED] = "NotifyDataSourceStopped",
-};
-
 const char *producer_default_socket(void)
 {
 	const char *env = getenv("PERFETTO_PRODUCER_SOCK_NAME");
@@ -48,16 +35,19 @@ const char *producer_default_socket(void)
 	return "/tmp/perfetto-producer";
 }
 
-int producer_new(struct event *e, struct ftrace_host *fh, const struct producer_hooks *hooks,
-		 void *userdata, struct producer **ret)
+int producer_new(struct event *e, const struct ds_ops *const *kinds, void *const *shared,
+		 const struct producer_hooks *hooks, void *userdata, struct producer **ret)
 {
 	struct producer *p;
 
+	if (!e || !kinds || !ret)
+		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->event = event_ref(e);
-	p->ftrace = fh;
+	p->kinds = kinds;
+	p->shared = shared;
 	if (hooks)
 		p->hooks = *hooks;
 	p->userdata = userdata;
@@ -70,8 +60,7 @@ struct producer *producer_free(struct producer *p)
 	if (!p)
 		return NULL;
 	/* every data source first: they restore tracefs and need the SMB */
-	while (p->instances)
-		producer_ds_destroy(p, p->instances, /* notify= */ false);
+	producer_ds_destroy_all(p);
 	p->commit_source = event_source_disable_unref(p->commit_source);
 	p->client = ipc_client_free(p->client);
 	p->smb = smb_free(p->smb);
@@ -86,7 +75,7 @@ bool producer_is_active(const struct producer *p)
 	return p && p->instances;
 }
 
-void producer_fail(struct producer *p, int error)
+static void producer_fail(struct producer *p, int error)
 {
 	if (p->dead)
 		return;
@@ -103,29 +92,6 @@ static void on_disconnect(struct ipc_client *c, int error, void *userdata)
 	producer_fail(p, error ? error : -ECONNRESET);
 }
 
-/* Packs @m and invokes @method; @cb NULL means drop_reply. */
-int producer_invoke(struct producer *p, enum producer_method method, const ProtobufCMessage *m,
-		    ipc_client_reply_cb cb)
-{
-	_cleanup_free_ uint8_t *buf = NULL;
-	size_t len = protobuf_c_message_get_packed_size(m);
-	int r;
-
-	if (p->dead || !p->client)
-		return -ENOTCONN;
-	if (p->method_ids[method] <= 0)
-		return -EPROTO;
-	buf = malloc(len ? len : 1);
-	if (!buf)
-		return -ENOMEM;
-	protobuf_c_message_pack(m, buf);
-	r = ipc_client_invoke(p->client, p->service_id, (uint32_t)p->method_ids[method], buf, len,
-			      -EBADF, cb, p, NULL);
-	if (r < 0)
-		log_debug_errno(r, "Failed to send %s: %m", method_names[method]);
-	return r;
-}
-
 static void on_register_reply(struct ipc_client *c, int error, const uint8_t *reply, size_t len,
 			      bool has_more, int fd, void *userdata)
 {
@@ -137,21 +103,20 @@ static void on_register_reply(struct ipc_client *c, int error, const uint8_t *re
 		p->hooks.registered(p, p->userdata);
 }
 
-static int register_data_source(struct producer *p, const char *name, bool incremental_clear)
+static int register_data_source(struct producer *p, const struct ds_ops *ops)
 {
 	Perfetto__Protos__RegisterDataSourceRequest req =
 		PERFETTO__PROTOS__REGISTER_DATA_SOURCE_REQUEST__INIT;
 	Perfetto__Protos__DataSourceDescriptor d = PERFETTO__PROTOS__DATA_SOURCE_DESCRIPTOR__INIT;
-	Perfetto__Protos__FtraceDescriptor fd = PERFETTO__PROTOS__FTRACE_DESCRIPTOR__INIT;
 	int r;
 
-	d.name = (char *)name;
+	if (ops->describe)
+		ops->describe(&d);
+	d.name = (char *)ops->name;
 	d.has_will_notify_on_start = d.will_notify_on_start = true;
 	d.has_will_notify_on_stop = d.will_notify_on_stop = true;
-	if (incremental_clear)
+	if (ops->clear_incremental)
 		d.has_handles_incremental_state_clear = d.handles_incremental_state_clear = true;
-	if (strcmp(name, PRODUCER_DS_FTRACE) == 0)
-		d.ftrace_descriptor = &fd;
 	req.data_source_descriptor = &d;
 	r = producer_invoke(p, PRODUCER_METHOD_REGISTER_DATA_SOURCE, &req.base, on_register_reply);
 	if (r >= 0)
@@ -182,12 +147,108 @@ static void on_initialize_reply(struct ipc_client *c, int error, const uint8_t *
 	log_debug("Connected to the tracing service%s",
 		  p->emulation ? " (shared memory emulated over the socket)" : "");
 
-	/* same order as Perfetto's traced_probes registers them */
-	r = register_data_source(p, PRODUCER_DS_FTRACE, false);
-	if (r >= 0)
-		r = register_data_source(p, PRODUCER_DS_PROCESS_STATS, true);
+	/* in the order of the list: the registry follows Perfetto's traced_probes */
+	r = 0;
+	for (size_t i = 0; r >= 0 && p->kinds[i]; i++)
+		r = register_data_source(p, p->kinds[i]);
 	if (r < 0)
 		producer_fail(p, r);
+	else if (p->registered_sent == 0 && p->hooks.registered)
+		p->hooks.registered(p, p->userdata);
+}
+
+/* SetupTracing: the service's memfd, or our own buffer when emulating. */
+static int setup_smb(struct producer *p, uint32_t page_size_kb, int fd)
+{
+	size_t page_size = (size_t)page_size_kb * 1024;
+	int r;
+
+	if (p->smb) {
+		log_debug("Ignoring a second SetupTracing: the SMB lives as long as the connection");
+		return 0;
+	}
+	if (page_size < 4096 || page_size > 65536 || (page_size & (page_size - 1)))
+		return log_error_errno(-EINVAL, "The service sent an invalid SMB page size (%u KiB)",
+				       page_size_kb);
+	if (fd >= 0) {
+		r = smb_new_from_fd(fd, page_size, &p->smb);
+		if (r < 0)
+			return log_error_errno(r, "Failed to map the shared memory buffer: %m");
+	} else if (p->emulation) {
+		r = posix_memalign(&p->emulation_buf, 4096, EMULATION_SMB_SIZE);
+		if (r != 0)
+			return -r;
+		memset(p->emulation_buf, 0, EMULATION_SMB_SIZE);
+		r = smb_new(p->emulation_buf, EMULATION_SMB_SIZE, page_size, &p->smb);
+		if (r < 0)
+			return log_error_errno(r, "Failed to set up the emulated buffer: %m");
+	} else {
+		return log_error_errno(-EBADF, "SetupTracing arrived without the shared memory fd");
+	}
+	smb_set_commit_hook(p->smb, producer_commit_hook, p);
+	/*
+	 * A pass of a busy machine writes hundreds of KiB: commit every few
+	 * chunks rather than at half the buffer, so the service frees them as
+	 * we go and the buffer's pages we ever touch (our RSS) stay few.
+	 */
+	smb_set_commit_threshold(p->smb, MAX((size_t)1, (size_t)COMMIT_BATCH_BYTES / page_size));
+	/* full: commit, then give the service up to 10 ms to free a chunk before dropping */
+	smb_set_stall(p->smb, SMB_STALL_US);
+	log_debug("Shared memory buffer: %zu KiB in %zu KiB pages", smb_size(p->smb) / 1024,
+		  page_size / 1024);
+	return 0;
+}
+
+/*
+ * The command stream: every command for a data source goes down to
+ * producer_ds.c; SetupTracing (the SMB) is the connection's own.
+ */
+static void on_async_command(struct ipc_client *c, int error, const uint8_t *reply, size_t len,
+			     bool has_more, int fd, void *userdata)
+{
+	struct producer *p = userdata;
+	Perfetto__Protos__GetAsyncCommandResponse *cmd;
+
+	if (error < 0 || !has_more) {
+		/* the stream never ends while the service is alive */
+		if (error < 0)
+			log_debug_errno(error, "Command stream failed: %m");
+		producer_fail(p, error < 0 ? error : -ECONNRESET);
+		return;
+	}
+	cmd = perfetto__protos__get_async_command_response__unpack(NULL, len, reply);
+	if (!cmd) {
+		log_warning("Undecodable command from the tracing service, ignoring");
+		return;
+	}
+	switch (cmd->cmd_case) {
+	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_SETUP_TRACING: {
+		_cleanup_close_ int smb_fd = ipc_client_take_fd(c);
+
+		if (setup_smb(p, cmd->setup_tracing->shared_buffer_page_size_kb, smb_fd) < 0)
+			log_error("Without a shared memory buffer no data can be recorded");
+		break;
+	}
+	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_SETUP_DATA_SOURCE:
+		(void)producer_ds_setup(p, cmd->setup_data_source);
+		break;
+	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_START_DATA_SOURCE:
+		producer_ds_start(p, cmd->start_data_source->new_instance_id);
+		break;
+	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_STOP_DATA_SOURCE:
+		producer_ds_stop(p, cmd->stop_data_source->instance_id);
+		break;
+	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_FLUSH:
+		producer_ds_flush(p, cmd->flush);
+		break;
+	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_CLEAR_INCREMENTAL_STATE:
+		producer_ds_clear_incremental(p, cmd->clear_incremental_state);
+		break;
+	default:
+		log_debug("Ignoring unknown command %d from the tracing service", cmd->cmd_case);
+		break;
+	}
+	perfetto__protos__get_async_command_response__free_unpacked(cmd, NULL);
 }
 
 static void on_bind(struct ipc_client *c, int error, uint32_t service_id, void *userdata)
@@ -205,9 +266,11 @@ static void on_bind(struct ipc_client *c, int error, uint32_t service_id, void *
 	}
 	p->service_id = service_id;
 	for (int i = 0; i < _PRODUCER_METHOD_MAX; i++) {
-		p->method_ids[i] = ipc_client_get_method_id(c, service_id, method_names[i]);
+		const char *name = producer_method_name(i);
+
+		p->method_ids[i] = ipc_client_get_method_id(c, service_id, name);
 		if (p->method_ids[i] < 0) {
-			log_error("The tracing service has no ProducerPort.%s", method_names[i]);
+			log_error("The tracing service has no ProducerPort.%s", name);
 			producer_fail(p, -EPROTO);
 			return;
 		}
@@ -226,7 +289,7 @@ static void on_bind(struct ipc_client *c, int error, uint32_t service_id, void *
 	/* the command stream is opened at once, without waiting for the reply */
 	if (r >= 0)
 		r = producer_invoke(p, PRODUCER_METHOD_GET_ASYNC_COMMAND, &cmd.base,
-				    producer_on_async_command);
+				    on_async_command);
 	if (r < 0)
 		producer_fail(p, r);
 }
@@ -275,51 +338,4 @@ int producer_adopt_fd(struct producer *p, int fd)
 	if (r < 0)
 		p->client = ipc_client_free(p->client);
 	return r;
-}
-
-void producer_set_smb_size_hint(struct producer *p, uint32_t bytes)
-{
-	p->smb_size_hint = bytes;
-}
-
-/* SetupTracing: the service's memfd, or our own buffer when emulating. */
-int producer_setup_smb(struct producer *p, uint32_t page_size_kb, int fd)
-{
-	size_t page_size = (size_t)page_size_kb * 1024;
-	int r;
-
-	if (p->smb) {
-		log_debug("Ignoring a second SetupTracing: the SMB lives as long as the connection");
-		return 0;
-	}
-	if (page_size < 4096 || page_size > 65536 || (page_size & (page_size - 1)))
-		return log_error_errno(-EINVAL, "The service sent an invalid SMB page size (%u KiB)",
-				       page_size_kb);
-	if (fd >= 0) {
-		r = smb_new_from_fd(fd, page_size, &p->smb);
-		if (r < 0)
-			return log_error_errno(r, "Failed to map the shared memory buffer: %m");
-	} else if (p->emulation) {
-		r = posix_memalign(&p->emulation_buf, 4096, EMULATION_SMB_SIZE);
-		if (r != 0)
-			return -r;
-		memset(p->emulation_buf, 0, EMULATION_SMB_SIZE);
-		r = smb_new(p->emulation_buf, EMULATION_SMB_SIZE, page_size, &p->smb);
-		if (r < 0)
-			return log_error_errno(r, "Failed to set up the emulated buffer: %m");
-	} else {
-		return log_error_errno(-EBADF, "SetupTracing arrived without the shared memory fd");
-	}
-	smb_set_commit_hook(p->smb, producer_commit_hook, p);
-	/*
-	 * A pass of a busy machine writes hundreds of KiB: commit every few
-	 * chunks rather than at half the buffer, so the service frees them as
-	 * we go and the buffer's pages we ever touch (our RSS) stay few.
-	 */
-	smb_set_commit_threshold(p->smb, MAX((size_t)1, (size_t)COMMIT_BATCH_BYTES / page_size));
-	/* full: commit, then give the service up to 10 ms to free a chunk before dropping */
-	smb_set_stall(p->smb, SMB_STALL_US);
-	log_debug("Shared memory buffer: %zu KiB in %zu KiB pages", smb_size(p->smb) / 1024,
-		  page_size / 1024);
-	return 0;
 }

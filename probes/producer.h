@@ -4,51 +4,41 @@
 /*
  * producer - the Perfetto producer: one connection to a tracing service,
  * the SMB it hands us, and the data-source instances it asks for.  Speaks
- * ProducerPort through ipc/, writes through smb/, and drives the linux.ftrace
- * and linux.process_stats data sources.
+ * ProducerPort through ipc/, writes through smb/, and drives data sources
+ * only through their ops (probes/ds/ds.h): it knows no kind of data source.
  */
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "event/event.h"
+#include "probes/ds/ds.h"
 
-struct ftrace_host;
 struct producer;
-
-/* What one data-source instance did, reported when it stops. */
-struct producer_ds_report {
-	const char *name;                /* "linux.ftrace", "linux.process_stats" */
-	bool failed;                     /* setup failed: nothing was recorded */
-	uint64_t instance_id;
-	uint64_t tracing_session_id;
-	unsigned n_cpus;
-	uint64_t events;                 /* events written */
-	uint64_t lost_events;            /* counted from page headers */
-	uint64_t pages_with_loss;        /* pages flagged by the kernel, count unknown or not */
-	uint64_t overrun;                /* kernel END - START overrun */
-	uint64_t packets_dropped;        /* no SMB chunk was free */
-	uint64_t bytes;
-	struct {
-		uint64_t events, lost_events, pages_with_loss, overrun;
-	} cpu[256];
-};
 
 struct producer_hooks {
 	/* the service went away (or never answered); the producer is dead */
 	void (*disconnected)(struct producer *p, int error, void *userdata);
 	/* every data source is registered with the service */
 	void (*registered)(struct producer *p, void *userdata);
-	/* a data-source instance stopped; the report is valid during the call */
-	void (*ds_stopped)(struct producer *p, const struct producer_ds_report *r, void *userdata);
+	/*
+	 * A data-source instance stopped.  The report (and its per-CPU array)
+	 * is valid during the call only: copy what you keep.
+	 */
+	void (*ds_stopped)(struct producer *p, const struct ds_report *r, void *userdata);
 };
 
 /**
- * producer_new - a producer on event loop @e.  @fh is the process-wide ftrace
- * host (tracefs state shared by every connection's sessions).
+ * producer_new - a producer on event loop @e.
+ * @kinds: the data sources to register, NULL-terminated (ds_registry, or a
+ *   test's own list); must outlive the producer.
+ * @shared: each kind's process-wide state, indexed like @kinds (NULL
+ *   entries where a kind has none; NULL if none has any), as made by
+ *   ds_shared_new_all(); shared by every producer of the process and freed
+ *   after the last of them.
  */
-int producer_new(struct event *e, struct ftrace_host *fh, const struct producer_hooks *hooks,
-		 void *userdata, struct producer **ret);
+int producer_new(struct event *e, const struct ds_ops *const *kinds, void *const *shared,
+		 const struct producer_hooks *hooks, void *userdata, struct producer **ret);
 
 /**
  * producer_free - tear down every data source (tracefs restored), close the

@@ -4,15 +4,19 @@
  * named to the service so it copies them out of the SMB.  On transports that
  * cannot pass an fd the chunk bytes travel inline (shared memory emulation)
  * and the chunk is freed here, since no service process can see it.
+ * Below the instances: calls only producer_rpc.c.
  */
 #include <string.h>
 
-#include "probes/producer-internal.h"
+#include "probes/producer_internal.h"
 #include "protos/perfetto/common/commit_data_request.pb-c.h"
 #include "util/util.h"
 
 /* Keep inline chunk data under one IPC frame, with room for the envelope. */
 #define EMULATION_MAX_REQUEST (IPC_FRAME_MAX_PAYLOAD - 4096)
+
+static int commit_patches_and_ack(struct producer *p, const struct smb_commit *c,
+				  uint64_t flush_id, Perfetto__Protos__CommitDataRequest *req);
 
 static int send_commit(struct producer *p, Perfetto__Protos__CommitDataRequest *req)
 {
@@ -70,15 +74,15 @@ static int commit_emulated(struct producer *p, const struct smb_commit *c, uint6
 	/* patches and the flush ack go last, after every chunk they refer to */
 	req.chunks_to_move = NULL;
 	req.n_chunks_to_move = 0;
-	r = producer_commit_patches_and_ack(p, c, flush_id, &req);
+	r = commit_patches_and_ack(p, c, flush_id, &req);
 out:
 	free(moves);
 	free(move_ptrs);
 	return r;
 }
 
-int producer_commit_patches_and_ack(struct producer *p, const struct smb_commit *c,
-				    uint64_t flush_id, Perfetto__Protos__CommitDataRequest *req)
+static int commit_patches_and_ack(struct producer *p, const struct smb_commit *c,
+				  uint64_t flush_id, Perfetto__Protos__CommitDataRequest *req)
 {
 	Perfetto__Protos__CommitDataRequest__ChunkToPatch *cps = NULL, **cp_ptrs = NULL;
 	Perfetto__Protos__CommitDataRequest__ChunkToPatch__Patch *patches = NULL, **patch_ptrs = NULL;
@@ -180,7 +184,7 @@ int producer_commit(struct producer *p, uint64_t flush_id)
 	}
 	req.chunks_to_move = move_ptrs;
 	req.n_chunks_to_move = c.n_moves;
-	r = producer_commit_patches_and_ack(p, &c, flush_id, &req);
+	r = commit_patches_and_ack(p, &c, flush_id, &req);
 out:
 	if (r >= 0)
 		p->pending_flush_id = 0;

@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The GetAsyncCommand stream: SetupTracing, Setup/Start/Stop of data-source
- * instances, Flush and ClearIncrementalState.  Each instance gets its own
- * trace writer (one sequence), as in Perfetto's traced_probes.
+ * Data-source instances: Setup/Start/Stop, Flush and ClearIncrementalState
+ * as the command stream hands them down, each driven through its kind's ops
+ * (probes/ds/ds.h).  Each instance gets its own trace writer (one sequence),
+ * as in Perfetto's traced_probes, and writes through a ds_sink over it.
+ * Below the connection code: calls only producer_commit.c and producer_rpc.c.
  */
 #include <string.h>
 
-#include "probes/ftrace/ftrace.h"
-#include "probes/ftrace/ftrace_parse.h"
-#include "probes/procfs/procfs.h"
-#include "probes/producer-internal.h"
+#include "probes/producer_internal.h"
 #include "protos/perfetto/ipc/producer_port.pb-c.h"
 #include "util/util.h"
 
@@ -18,6 +17,17 @@ static struct producer_ds *find_ds(struct producer *p, uint64_t id)
 	for (struct producer_ds *ds = p->instances; ds; ds = ds->next)
 		if (ds->id == id)
 			return ds;
+	return NULL;
+}
+
+/* The kind named @name among the producer's, and its index. */
+static const struct ds_ops *find_kind(const struct producer *p, const char *name, size_t *ret_index)
+{
+	for (size_t i = 0; p->kinds[i]; i++)
+		if (strcmp(p->kinds[i]->name, name) == 0) {
+			*ret_index = i;
+			return p->kinds[i];
+		}
 	return NULL;
 }
 
@@ -78,31 +88,56 @@ static void trace_writer_rpc(struct producer *p, enum producer_method method, ui
 	}
 }
 
-/* After every ftrace pass: /proc lookups for the session's new pids, then commit. */
-static void on_ftrace_pass(struct ftrace_ds *fds, const struct ftrace_pidset *pids, void *userdata)
+/*
+ * ds_host.notice: to the other started instances of the same tracing
+ * session (ftrace's pids to process_stats), then commit what the pass and
+ * the notice wrote.
+ */
+static void on_notice(void *host, const struct ds_notice *n)
 {
-	struct producer_ds *ds = userdata;
-	struct producer *p = ds->producer;
-	const int32_t *pid_list = NULL, *renamed = NULL;
-	size_t n = ftrace_pidset_pids(pids, &pid_list);
-	size_t n_renamed = ftrace_pidset_renamed(pids, &renamed);
+	struct producer_ds *from = host;
+	struct producer *p = from->producer;
 
 	for (struct producer_ds *o = p->instances; o; o = o->next) {
-		if (o->kind != PRODUCER_DS_KIND_PROCFS || !o->procfs || !o->started ||
-		    o->tracing_session_id != ds->tracing_session_id)
+		if (o == from || !o->inst || !o->started || o->failed ||
+		    o->tracing_session_id != from->tracing_session_id || !o->ops->on_notice)
 			continue;
-		if (n || n_renamed)
-			(void)procfs_ds_on_ftrace_pids(o->procfs, pid_list, n, renamed, n_renamed);
+		o->ops->on_notice(o->inst, n);
 	}
 	(void)producer_commit(p, 0);
 }
 
-static void fill_report(struct producer_ds *ds, struct producer_ds_report *r)
+static void on_commit_soon(void *host)
 {
-	memset(r, 0, sizeof(*r));
-	r->failed = ds->failed;
-	r->instance_id = ds->id;
-	r->tracing_session_id = ds->tracing_session_id;
+	struct producer_ds *ds = host;
+
+	producer_commit_soon(ds->producer);
+}
+
+void producer_ds_report_sum(struct ds_report *r)
+{
+	for (unsigned i = 0; i < r->n_cpus; i++) {
+		r->events += r->cpu[i].events;
+		r->lost_events += r->cpu[i].lost_events;
+		r->pages_with_loss += r->cpu[i].pages_with_loss;
+		r->overrun += r->cpu[i].overrun;
+	}
+}
+
+static void fill_report(struct producer_ds *ds, struct ds_report *r)
+{
+	*r = (struct ds_report){
+		.name = ds->ops->name,
+		.failed = ds->failed,
+		.instance_id = ds->id,
+		.tracing_session_id = ds->tracing_session_id,
+	};
+	if (ds->inst && ds->ops->report && ds->ops->report(ds->inst, r) < 0) {
+		/* whatever the data source got to fill is not to be trusted */
+		ds_report_done(r);
+		r->events = r->lost_events = r->pages_with_loss = r->overrun = 0;
+	}
+	producer_ds_report_sum(r);
 	if (ds->writer) {
 		struct smb_writer_stats ws;
 
@@ -110,51 +145,24 @@ static void fill_report(struct producer_ds *ds, struct producer_ds_report *r)
 		r->packets_dropped = ws.packets_dropped;
 		r->bytes = ws.bytes_written;
 	}
-	if (ds->kind == PRODUCER_DS_KIND_FTRACE) {
-		_cleanup_free_ struct ftrace_ds_summary *s = NULL;
-
-		r->name = PRODUCER_DS_FTRACE;
-		if (ds->ftrace && ftrace_ds_get_summary(ds->ftrace, &s) >= 0) {
-			r->n_cpus = MIN(s->n_cpus, (unsigned)ARRAY_SIZE(r->cpu));
-			for (unsigned i = 0; i < r->n_cpus; i++) {
-				r->cpu[i].events = s->cpu[i].events;
-				r->cpu[i].lost_events = s->cpu[i].lost_events;
-				r->cpu[i].pages_with_loss = s->cpu[i].pages_with_loss;
-				r->cpu[i].overrun = s->cpu[i].overrun;
-				r->events += s->cpu[i].events;
-				r->lost_events += s->cpu[i].lost_events;
-				r->pages_with_loss += s->cpu[i].pages_with_loss;
-				r->overrun += s->cpu[i].overrun;
-			}
-		}
-	} else {
-		r->name = PRODUCER_DS_PROCESS_STATS;
-		if (ds->procfs) {
-			struct procfs_ds_stats st;
-
-			procfs_ds_get_stats(ds->procfs, &st);
-			r->events = st.processes + st.threads;
-		}
-	}
 }
 
-void producer_ds_destroy(struct producer *p, struct producer_ds *ds, bool notify_stopped)
+static void destroy(struct producer *p, struct producer_ds *ds, bool notify_stopped)
 {
 	struct producer_ds **pp;
 	uint16_t writer_id = ds->writer ? smb_writer_id(ds->writer) : 0;
 
 	if (p->hooks.ds_stopped && (ds->started || ds->failed)) {
-		struct producer_ds_report *r = calloc(1, sizeof(*r));
+		struct ds_report r;
 
-		if (r) {
-			fill_report(ds, r);
-			p->hooks.ds_stopped(p, r, p->userdata);
-			free(r);
-		}
+		fill_report(ds, &r);
+		p->hooks.ds_stopped(p, &r, p->userdata);
+		ds_report_done(&r);
 	}
-	/* the data source restores tracefs; its last packets go out with the writer */
-	ds->ftrace = ftrace_ds_free(ds->ftrace);
-	ds->procfs = procfs_ds_free(ds->procfs);
+	/* the data source undoes its setup; its last packets go out with the writer */
+	if (ds->inst)
+		ds->ops->free(ds->inst);
+	ds->inst = NULL;
 	ds->writer = smb_writer_free(ds->writer);
 	for (pp = &p->instances; *pp; pp = &(*pp)->next)
 		if (*pp == ds) {
@@ -170,8 +178,24 @@ void producer_ds_destroy(struct producer *p, struct producer_ds *ds, bool notify
 	free(ds);
 }
 
+void producer_ds_destroy_all(struct producer *p)
+{
+	while (p->instances)
+		destroy(p, p->instances, /* notify= */ false);
+}
+
+void producer_ds_stop(struct producer *p, uint64_t id)
+{
+	struct producer_ds *ds = find_ds(p, id);
+
+	if (ds)
+		destroy(p, ds, /* notify= */ true);
+	else
+		log_warning("StopDataSource for unknown instance %llu, ignoring", (unsigned long long)id);
+}
+
 /* one log line per warning, so none is cut and the journal keeps them apart */
-static void log_warnings(uint64_t session, const char *warnings)
+static void log_warnings(const char *name, uint64_t session, const char *warnings)
 {
 	const char *line = warnings;
 
@@ -179,18 +203,22 @@ static void log_warnings(uint64_t session, const char *warnings)
 		const char *end = strchrnul(line, '\n');
 
 		if (end > line)
-			log_warning("ftrace session %llu: %.*s", (unsigned long long)session,
+			log_warning("%s session %llu: %.*s", name, (unsigned long long)session,
 				    (int)(end - line), line);
 		line = *end ? end + 1 : end;
 	}
 }
 
-static int setup_ds(struct producer *p, const Perfetto__Protos__GetAsyncCommandResponse__SetupDataSource *cmd)
+int producer_ds_setup(struct producer *p,
+		      const Perfetto__Protos__GetAsyncCommandResponse__SetupDataSource *cmd)
 {
 	const Perfetto__Protos__DataSourceConfig *cfg = cmd->config;
-	static const Perfetto__Protos__FtraceConfig empty_ftrace = PERFETTO__PROTOS__FTRACE_CONFIG__INIT;
+	_cleanup_free_ char *why = NULL, *warnings = NULL;
+	const struct ds_ops *ops;
 	struct producer_ds *ds;
+	struct ds_env env;
 	uint16_t writer_id;
+	size_t kind;
 	int r;
 
 	if (!cfg || !cfg->name)
@@ -198,21 +226,17 @@ static int setup_ds(struct producer *p, const Perfetto__Protos__GetAsyncCommandR
 	if (find_ds(p, cmd->new_instance_id))
 		return log_warning_errno(-EEXIST, "SetupDataSource for instance %llu twice, ignoring",
 					 (unsigned long long)cmd->new_instance_id);
+	ops = find_kind(p, cfg->name, &kind);
+	if (!ops)
+		return log_warning_errno(-ENOENT, "SetupDataSource for unknown data source '%s', ignoring",
+					 cfg->name);
 	ds = calloc(1, sizeof(*ds));
 	if (!ds)
 		return -ENOMEM;
 	ds->producer = p;
+	ds->ops = ops;
 	ds->id = cmd->new_instance_id;
 	ds->tracing_session_id = cfg->tracing_session_id;
-	if (strcmp(cfg->name, PRODUCER_DS_FTRACE) == 0) {
-		ds->kind = PRODUCER_DS_KIND_FTRACE;
-	} else if (strcmp(cfg->name, PRODUCER_DS_PROCESS_STATS) == 0) {
-		ds->kind = PRODUCER_DS_KIND_PROCFS;
-	} else {
-		free(ds);
-		return log_warning_errno(-ENOENT, "SetupDataSource for unknown data source '%s', ignoring",
-					 cfg->name);
-	}
 	ds->next = p->instances;
 	p->instances = ds;
 
@@ -231,37 +255,31 @@ static int setup_ds(struct producer *p, const Perfetto__Protos__GetAsyncCommandR
 	}
 	trace_writer_rpc(p, PRODUCER_METHOD_REGISTER_TRACE_WRITER, writer_id, cfg->target_buffer);
 
-	if (ds->kind == PRODUCER_DS_KIND_FTRACE) {
-		const struct ftrace_ds_hooks hooks = { .pass_done = on_ftrace_pass };
-		_cleanup_free_ char *why = NULL;
-
-		r = ftrace_ds_setup(p->ftrace, ds->id, ds->tracing_session_id,
-				    cfg->ftrace_config ? cfg->ftrace_config : &empty_ftrace, ds->writer,
-				    &hooks, ds, &ds->ftrace, &why);
-		if (r < 0) {
-			log_error_errno(r, "Failed to set up ftrace for session %llu: %s%s%m",
-					(unsigned long long)ds->tracing_session_id, why ? why : "",
-					why ? ": " : "");
-			ds->failed = true;
-			return 0;
-		}
-		log_warnings(ds->tracing_session_id, ftrace_ds_get_warnings(ds->ftrace));
-	} else {
-		r = procfs_ds_setup(p->event, ds->id, ds->tracing_session_id,
-				    cfg->process_stats_config, ds->writer, &ds->procfs);
-		if (r < 0) {
-			log_error_errno(r, "Failed to set up process stats: %m");
-			ds->failed = true;
-			return 0;
-		}
+	env = (struct ds_env){
+		.event = p->event,
+		.shared = p->shared ? p->shared[kind] : NULL,
+		.instance_id = ds->id,
+		.tracing_session_id = ds->tracing_session_id,
+		.sink = ds_sink_for_writer(ds->writer),
+		.host = { .notice = on_notice, .commit_soon = on_commit_soon, .host = ds },
+	};
+	r = ops->setup(&env, cfg, &ds->inst, &why, &warnings);
+	if (r < 0) {
+		log_error_errno(r, "Failed to set up %s for session %llu: %s%s%m", cfg->name,
+				(unsigned long long)ds->tracing_session_id, why ? why : "",
+				why ? ": " : "");
+		ds->inst = NULL;
+		ds->failed = true;
+		return 0;
 	}
+	log_warnings(cfg->name, ds->tracing_session_id, warnings);
 	log_debug("Set up %s instance %llu (session %llu, writer %u, buffer %u)", cfg->name,
 		  (unsigned long long)ds->id, (unsigned long long)ds->tracing_session_id, writer_id,
 		  cfg->target_buffer);
 	return 0;
 }
 
-static void start_ds(struct producer *p, uint64_t id)
+void producer_ds_start(struct producer *p, uint64_t id)
 {
 	struct producer_ds *ds = find_ds(p, id);
 	int r = 0;
@@ -271,32 +289,28 @@ static void start_ds(struct producer *p, uint64_t id)
 		return;
 	}
 	if (!ds->failed && !ds->started) {
-		if (ds->ftrace)
-			r = ftrace_ds_start(ds->ftrace);
-		else if (ds->procfs)
-			r = procfs_ds_start(ds->procfs);
+		if (ds->inst)
+			r = ds->ops->start(ds->inst);
 		if (r < 0)
 			log_error_errno(r, "Failed to start data source instance %llu: %m",
 					(unsigned long long)id);
 		ds->started = true;
-		/* the full /proc scan may already have filled chunks */
+		/* a start may already have filled chunks (the full /proc scan) */
 		producer_commit_soon(p);
 	}
 	/* as traced_probes: notify even when the start failed internally */
 	notify(p, PRODUCER_METHOD_NOTIFY_DATA_SOURCE_STARTED, id);
 }
 
-static void flush(struct producer *p, const Perfetto__Protos__GetAsyncCommandResponse__Flush *f)
+void producer_ds_flush(struct producer *p, const Perfetto__Protos__GetAsyncCommandResponse__Flush *f)
 {
 	for (size_t i = 0; i < f->n_data_source_ids; i++) {
 		struct producer_ds *ds = find_ds(p, f->data_source_ids[i]);
 
 		if (!ds || !ds->started || ds->failed)
 			continue;
-		if (ds->ftrace)
-			(void)ftrace_ds_flush(ds->ftrace);
-		else if (ds->procfs)
-			(void)procfs_ds_flush(ds->procfs);
+		if (ds->inst)
+			(void)ds->ops->flush(ds->inst);
 		if (ds->writer)
 			smb_writer_flush(ds->writer);
 	}
@@ -304,69 +318,14 @@ static void flush(struct producer *p, const Perfetto__Protos__GetAsyncCommandRes
 	(void)producer_commit(p, f->request_id ? f->request_id : 0);
 }
 
-static void clear_incremental_state(struct producer *p,
-				    const Perfetto__Protos__GetAsyncCommandResponse__ClearIncrementalState *c)
+void producer_ds_clear_incremental(
+	struct producer *p, const Perfetto__Protos__GetAsyncCommandResponse__ClearIncrementalState *c)
 {
 	for (size_t i = 0; i < c->n_data_source_ids; i++) {
 		struct producer_ds *ds = find_ds(p, c->data_source_ids[i]);
 
-		if (ds && ds->procfs && ds->started)
-			(void)procfs_ds_clear_incremental_state(ds->procfs);
+		if (ds && ds->inst && ds->started && ds->ops->clear_incremental)
+			(void)ds->ops->clear_incremental(ds->inst);
 	}
 	producer_commit_soon(p);
-}
-
-void producer_on_async_command(struct ipc_client *c, int error, const uint8_t *reply, size_t len,
-			       bool has_more, int fd, void *userdata)
-{
-	struct producer *p = userdata;
-	Perfetto__Protos__GetAsyncCommandResponse *cmd;
-
-	if (error < 0 || !has_more) {
-		/* the stream never ends while the service is alive */
-		if (error < 0)
-			log_debug_errno(error, "Command stream failed: %m");
-		producer_fail(p, error < 0 ? error : -ECONNRESET);
-		return;
-	}
-	cmd = perfetto__protos__get_async_command_response__unpack(NULL, len, reply);
-	if (!cmd) {
-		log_warning("Undecodable command from the tracing service, ignoring");
-		return;
-	}
-	switch (cmd->cmd_case) {
-	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_SETUP_TRACING: {
-		_cleanup_close_ int smb_fd = ipc_client_take_fd(c);
-
-		if (producer_setup_smb(p, cmd->setup_tracing->shared_buffer_page_size_kb, smb_fd) < 0)
-			log_error("Without a shared memory buffer no data can be recorded");
-		break;
-	}
-	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_SETUP_DATA_SOURCE:
-		(void)setup_ds(p, cmd->setup_data_source);
-		break;
-	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_START_DATA_SOURCE:
-		start_ds(p, cmd->start_data_source->new_instance_id);
-		break;
-	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_STOP_DATA_SOURCE: {
-		struct producer_ds *ds = find_ds(p, cmd->stop_data_source->instance_id);
-
-		if (ds)
-			producer_ds_destroy(p, ds, /* notify= */ true);
-		else
-			log_warning("StopDataSource for unknown instance %llu, ignoring",
-				    (unsigned long long)cmd->stop_data_source->instance_id);
-		break;
-	}
-	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_FLUSH:
-		flush(p, cmd->flush);
-		break;
-	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_CLEAR_INCREMENTAL_STATE:
-		clear_incremental_state(p, cmd->clear_incremental_state);
-		break;
-	default:
-		log_debug("Ignoring unknown command %d from the tracing service", cmd->cmd_case);
-		break;
-	}
-	perfetto__protos__get_async_command_response__free_unpacked(cmd, NULL);
 }

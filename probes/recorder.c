@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "probes/ftrace/ftrace.h"
+#include "probes/ds/ds.h"
 #include "probes/producer.h"
 #include "probes/recorder.h"
 #include "service/service.h"
@@ -45,10 +45,10 @@ struct recorder {
 
 	/* main thread */
 	struct event *event;
-	struct ftrace_host *ftrace;
+	void **shared;           /* each data-source kind's state (ds_registry) */
 	struct producer *producer;
 	int producer_error;
-	struct producer_ds_report reports[RECORDER_MAX_REPORTS];
+	struct ds_report reports[RECORDER_MAX_REPORTS];   /* each owns its cpu[] */
 	size_t n_reports;
 	unsigned stop_requests;
 	uint64_t start_ns, end_ns;
@@ -208,12 +208,25 @@ static int on_done(struct event_source *s, int fd, uint32_t revents, void *userd
 	return event_exit(event_source_get_event(s), 0);
 }
 
-static void on_ds_stopped(struct producer *p, const struct producer_ds_report *r, void *userdata)
+/* The report lives only during the call: keep a copy with its own cpu[]. */
+static void on_ds_stopped(struct producer *p, const struct ds_report *r, void *userdata)
 {
 	struct recorder *rec = userdata;
+	struct ds_report *copy;
 
-	if (rec->n_reports < RECORDER_MAX_REPORTS)
-		rec->reports[rec->n_reports++] = *r;
+	if (rec->n_reports >= RECORDER_MAX_REPORTS)
+		return;
+	copy = &rec->reports[rec->n_reports++];
+	*copy = *r;
+	copy->cpu = NULL;
+	copy->n_cpus = 0;
+	if (r->n_cpus == 0)
+		return;
+	copy->cpu = malloc(r->n_cpus * sizeof(*r->cpu));
+	if (!copy->cpu)
+		return;         /* the totals are kept; only the per-CPU rows are lost */
+	memcpy(copy->cpu, r->cpu, r->n_cpus * sizeof(*r->cpu));
+	copy->n_cpus = r->n_cpus;
 }
 
 static void on_producer_disconnected(struct producer *p, int error, void *userdata)
@@ -271,12 +284,13 @@ static void print_summary(const struct recorder *rec, uint64_t file_bytes)
 	fprintf(stderr, "Recorded %.1f s into %s (%.1f MiB)\n", secs, rec->opts->output,
 		(double)file_bytes / (1024.0 * 1024.0));
 	for (size_t i = 0; i < rec->n_reports; i++) {
-		const struct producer_ds_report *r = &rec->reports[i];
+		const struct ds_report *r = &rec->reports[i];
 
 		if (r->failed) {
 			fprintf(stderr, "  %s: failed to set up, nothing recorded\n", r->name);
-		} else if (strcmp(r->name, "linux.ftrace") == 0) {
-			fprintf(stderr, "  ftrace: %llu events, %.1f bytes/event in the SMB\n",
+		} else if (r->n_cpus > 0) {
+			/* per-CPU data sources (ftrace): what the kernel lost, CPU by CPU */
+			fprintf(stderr, "  %s: %llu events, %.1f bytes/event in the SMB\n", r->name,
 				(unsigned long long)r->events,
 				r->events ? (double)r->bytes / (double)r->events : 0.0);
 			fprintf(stderr, "    cpu       events   lost(kernel)  pages-with-loss\n");
@@ -292,8 +306,7 @@ static void print_summary(const struct recorder *rec, uint64_t file_bytes)
 			else
 				fprintf(stderr, "  no events lost in the kernel\n");
 		} else {
-			fprintf(stderr, "  process_stats: %llu process and thread entries\n",
-				(unsigned long long)r->events);
+			fprintf(stderr, "  %s: %llu entries\n", r->name, (unsigned long long)r->events);
 		}
 		if (r->packets_dropped)
 			fprintf(stderr, "  LOST: %llu packets found the shared memory buffer full\n",
@@ -356,13 +369,13 @@ int recorder_run(const struct recorder_options *o)
 	if (r >= 0)
 		r = event_add_io(rec.event, &done_src, rec.done_efd, EPOLLIN, on_done, &rec);
 	if (r >= 0)
-		r = ftrace_host_new(rec.event, &rec.ftrace);
+		r = ds_shared_new_all(rec.event, &rec.shared);
 	if (r >= 0) {
 		const struct producer_hooks hooks = {
 			.disconnected = on_producer_disconnected,
 			.ds_stopped = on_ds_stopped,
 		};
-		r = producer_new(rec.event, rec.ftrace, &hooks, &rec, &rec.producer);
+		r = producer_new(rec.event, ds_registry, rec.shared, &hooks, &rec, &rec.producer);
 	}
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the recorder: %m");
@@ -393,15 +406,18 @@ int recorder_run(const struct recorder_options *o)
 	(void)pthread_join(rec.svc_thread, NULL);
 	rec.svc_thread_started = false;
 	rec.producer = producer_free(rec.producer);
-	rec.ftrace = ftrace_host_free(rec.ftrace);
+	rec.shared = ds_shared_free_all(rec.shared);
 
+	/* a data source asked for and not set up makes a trace that misleads */
 	for (size_t i = 0; i < rec.n_reports && rec.session_error >= 0; i++)
-		if (rec.reports[i].failed && strcmp(rec.reports[i].name, "linux.ftrace") == 0)
+		if (rec.reports[i].failed) {
+			log_error("%s could not be set up (see above)", rec.reports[i].name);
 			rec.session_error = -ENODATA;
+		}
 	if (rec.session_error < 0) {
 		r = rec.session_error;
 		if (r == -ENODATA)
-			log_error("Nothing was recorded: ftrace could not be set up (see above)");
+			log_error("Nothing usable was recorded: no trace was written");
 		else
 			log_error_errno(r, "The recording failed: %m; no trace was written");
 		(void)finish_output(&rec, false);
@@ -425,7 +441,9 @@ out:
 	if (rec.out_fd >= 0)
 		(void)finish_output(&rec, false);
 	rec.producer = producer_free(rec.producer);
-	rec.ftrace = ftrace_host_free(rec.ftrace);
+	rec.shared = ds_shared_free_all(rec.shared);
+	for (size_t i = 0; i < rec.n_reports; i++)
+		ds_report_done(&rec.reports[i]);
 	sig_int = event_source_disable_unref(sig_int);
 	sig_term = event_source_disable_unref(sig_term);
 	done_src = event_source_disable_unref(done_src);

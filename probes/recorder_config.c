@@ -10,7 +10,7 @@
 #include <strings.h>
 #include <string.h>
 
-#include "probes/pbtxt.h"
+#include "protos/pbtxt.h"
 #include "probes/recorder.h"
 #include "protos/perfetto/config/trace_config.pb-c.h"
 #include "util/util.h"

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "probes/pbtxt.h"
+#include "protos/pbtxt.h"
 #include "probes/recorder.h"
 #include "protos/perfetto/common/descriptor.pb-c.h"
 #include "protos/perfetto/config/trace_config.pb-c.h"

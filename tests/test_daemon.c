@@ -16,8 +16,8 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#include "probes/ftrace/ftrace.h"
-#include "probes/pbtxt.h"
+#include "probes/ds/ds.h"
+#include "protos/pbtxt.h"
 #include "probes/producer.h"
 #include "service/service.h"
 #include "tests/tp_kernel.h"
@@ -311,7 +311,7 @@ START_TEST(test_two_sessions)
 	const struct svc_session_hooks hooks = { .done = on_session_done };
 	struct two t = {};
 	struct svc *svc = NULL;
-	struct ftrace_host *fh = NULL;
+	void **shared = NULL;
 	struct producer *p = NULL;
 	struct svc_session *a = NULL, *b = NULL;
 	Perfetto__Protos__TraceConfig *cfg_a = config("sched/sched_switch", 1000);
@@ -331,8 +331,8 @@ START_TEST(test_two_sessions)
 	ck_assert_int_ge(svc_new(t.e, NULL, &svc), 0);
 	ck_assert_int_ge(svc_adopt_connection(svc, sv[1]), 0);
 	setenv("TRACED_PROBES_STATE_DIR", state_dir, 1);
-	ck_assert_int_ge(ftrace_host_new(t.e, &fh), 0);
-	ck_assert_int_ge(producer_new(t.e, fh, NULL, NULL, &p), 0);
+	ck_assert_int_ge(ds_shared_new_all(t.e, &shared), 0);
+	ck_assert_int_ge(producer_new(t.e, ds_registry, shared, NULL, NULL, &p), 0);
 	ck_assert_int_ge(producer_adopt_fd(p, sv[0]), 0);
 	ck_assert_int_ge(svc_session_start(svc, cfg_a, fd_a, &hooks, &t, &a), 0);
 	ck_assert_int_ge(svc_session_start(svc, cfg_b, fd_b, &hooks, &t, &b), 0);
@@ -347,7 +347,7 @@ START_TEST(test_two_sessions)
 	a = svc_session_free(a);
 	b = svc_session_free(b);
 	p = producer_free(p);
-	fh = ftrace_host_free(fh);
+	shared = ds_shared_free_all(shared);
 	svc = svc_free(svc);
 	t.e = event_unref(t.e);
 	close(fd_a);

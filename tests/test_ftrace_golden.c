@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "probes/ds/ds.h"
 #include "probes/ftrace/ftrace_parse.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
 #include "smb/smb.h"
@@ -273,9 +274,10 @@ static void run_case_to(const struct golden_case *gc, struct golden_out *out, st
 				continue;
 			if (gs && gs->batch) {
 				static uint8_t one[GOLDEN_PAGE];
+				const struct ds_sink sink = ds_sink_for_writer(gs->w);
 
 				/* Each page through one buffer, scribbled over after use. */
-				ck_assert_int_eq(ftrace_parser_batch_begin(p, cpu, GOLDEN_PAGE, gs->w, &st[cpu],
+				ck_assert_int_eq(ftrace_parser_batch_begin(p, cpu, GOLDEN_PAGE, &sink, &st[cpu],
 									   pids, &out->stats[cpu]), 0);
 				for (size_t i = 0; i < k; i++) {
 					memcpy(one, data.pages[cpu] + (first + i) * GOLDEN_PAGE, GOLDEN_PAGE);

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "probes/ds/ds.h"
 #include "probes/ftrace/ftrace.h"
 #include "probes/ftrace/ftrace_parse.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
@@ -38,6 +39,8 @@
 #define SMB_PAGE (32u << 10)
 #define TARGET_BUFFER 1u
 #define MAX_WRITERS 2
+/* The sink over writer @w, for the one call (the data source copies it). */
+#define SINK(w) ((const struct ds_sink[1]){ ds_sink_for_writer(w) })
 
 static char g_inst_name[64];
 static char g_inst_dir[512];
@@ -295,7 +298,7 @@ static void record(uint32_t kb, uint32_t drain_ms, unsigned pairs, unsigned ms, 
 	rec_init(r, 1);
 	ck_assert_int_ge(event_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
-	rr = ftrace_ds_setup(h, 1, 1, &cfg, r->w[0], &hooks, r, &ds, &err);
+	rr = ftrace_ds_setup(h, 1, 1, &cfg, SINK(r->w[0]), &hooks, r, &ds, &err);
 	ck_assert_msg(rr == 0, "setup: %d %s", rr, err ? err : "");
 	ck_assert_ptr_null(ftrace_ds_get_warnings(ds));
 	ck_assert_int_eq(ftrace_ds_start(ds), 0);
@@ -398,8 +401,8 @@ START_TEST(test_two_sessions_one_instance)
 	rec_init(&r, 2);
 	ck_assert_int_ge(event_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
-	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &ca, r.w[0], &hooks, &r, &a, &err), 0);
-	ck_assert_int_eq(ftrace_ds_setup(h, 2, 2, &cb, r.w[1], &hooks, &r, &b, &err), 0);
+	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &ca, SINK(r.w[0]), &hooks, &r, &a, &err), 0);
+	ck_assert_int_eq(ftrace_ds_setup(h, 2, 2, &cb, SINK(r.w[1]), &hooks, &r, &b, &err), 0);
 	ck_assert_int_eq(ftrace_ds_start(a), 0);
 	ck_assert_int_eq(ftrace_ds_start(b), 0);
 	ck_assert_int_eq(ftrace_ds_start(b), -EALREADY);
@@ -480,7 +483,7 @@ START_TEST(test_unknown_events_in_stats)
 	rec_init(&r, 1);
 	ck_assert_int_ge(event_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
-	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, r.w[0], NULL, NULL, &ds, NULL), 0);
+	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, SINK(r.w[0]), NULL, NULL, &ds, NULL), 0);
 	{
 		char *v = inst_file("events/initcall/initcall_level/enable");
 
@@ -560,7 +563,7 @@ START_TEST(test_mono_raw_clock_fields)
 	rec_init(&r, 1);
 	ck_assert_int_ge(event_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
-	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, r.w[0], &hooks, &r, &ds, NULL), 0);
+	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, SINK(r.w[0]), &hooks, &r, &ds, NULL), 0);
 	v = inst_file("trace_clock");
 	ck_assert_ptr_nonnull(strstr(v, "[mono_raw]"));
 	free(v);
@@ -624,7 +627,7 @@ START_TEST(test_preserve_buffer)
 	rec_init(&r, 1);
 	ck_assert_int_ge(event_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
-	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, r.w[0], NULL, NULL, &ds, NULL), 0);
+	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, SINK(r.w[0]), NULL, NULL, &ds, NULL), 0);
 	v = inst_file("trace_clock");
 	ck_assert_str_eq(v, clock_before);
 	free(v);

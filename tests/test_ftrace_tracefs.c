@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "probes/ds/ds.h"
 #include "probes/ftrace/ftrace.h"
 #include "probes/ftrace/ftrace_control.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
@@ -644,6 +645,22 @@ END_TEST
 
 /* ---- the data-source API: validation and reporting ------------------------- */
 
+static struct pbw *no_packet_begin(void *userdata)
+{
+	ck_abort_msg("setup wrote a packet");
+	return NULL;
+}
+
+static int no_packet_end(void *userdata)
+{
+	ck_abort_msg("setup wrote a packet");
+	return -ENOSPC;
+}
+
+/* Setup writes no packet: a sink that fails the test if it is used. */
+static const struct ds_sink no_packet_sink = { .begin_packet = no_packet_begin,
+					       .end_packet = no_packet_end };
+
 static int setup_ds(const char *instance, char **events, size_t n, struct ftrace_host **ret_host,
 		    struct ftrace_ds **ret, char **err)
 {
@@ -659,8 +676,7 @@ static int setup_ds(const char *instance, char **events, size_t n, struct ftrace
 	cfg.buffer_size_kb = 256;
 	ck_assert_int_ge(event_default(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
-	/* setup does not write packets: a dummy writer pointer is fine */
-	r = ftrace_ds_setup(h, 1, 1, &cfg, (struct smb_writer *)0x1, NULL, NULL, ret, err);
+	r = ftrace_ds_setup(h, 1, 1, &cfg, &no_packet_sink, NULL, NULL, ret, err);
 	if (r < 0)
 		h = ftrace_host_free(h);
 	*ret_host = h;

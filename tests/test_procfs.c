@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probes/ds/ds.h"
 #include "probes/procfs/procfs.h"
 #include "probes/procfs/procfs_internal.h"
 #include "protos/perfetto/config/process_stats/process_stats_config.pb-c.h"
@@ -85,9 +86,9 @@ static void cap_init(struct capture *c, size_t cap)
 	ck_assert_ptr_nonnull(c->buf);
 }
 
-static struct procfs_sink cap_sink(struct capture *c)
+static struct ds_sink cap_sink(struct capture *c)
 {
-	return (struct procfs_sink){
+	return (struct ds_sink){
 		.begin_packet = cap_begin,
 		.end_packet = cap_end,
 		.flush = cap_flush,
@@ -362,10 +363,10 @@ static void fx_teardown(void)
 static struct procfs_ds *fx_ds(struct capture *c, const Perfetto__Protos__ProcessStatsConfig *cfg,
 			       struct event *e)
 {
-	struct procfs_sink sink = cap_sink(c);
+	struct ds_sink sink = cap_sink(c);
 	struct procfs_ds *ds = NULL;
 
-	ck_assert_int_eq(procfs_ds_setup_sink(e, 7, 42, cfg, &sink, &ds), 0);
+	ck_assert_int_eq(procfs_ds_setup(e, 7, 42, cfg, &sink, &ds), 0);
 	ck_assert_int_eq(procfs_ds_set_proc_root(ds, fx_root), 0);
 	return ds;
 }
@@ -1096,8 +1097,8 @@ START_TEST(test_fixture_poll_no_ttl)
 
 	/* a poll period needs a loop */
 	cap_init(&c, 1 << 10);
-	struct procfs_sink sink = cap_sink(&c);
-	ck_assert_int_eq(procfs_ds_setup_sink(NULL, 1, 1, &cfg, &sink, &ds), -EINVAL);
+	struct ds_sink sink = cap_sink(&c);
+	ck_assert_int_eq(procfs_ds_setup(NULL, 1, 1, &cfg, &sink, &ds), -EINVAL);
 	cap_done(&c);
 }
 END_TEST
@@ -1327,7 +1328,7 @@ START_TEST(test_real_full_scan)
 	Perfetto__Protos__ProcessStatsConfig cfg = cfg_default();
 	const Perfetto__Protos__Trace *t;
 	struct procfs_ds_stats st;
-	struct procfs_sink sink;
+	struct ds_sink sink;
 	struct procfs_ds *ds;
 	struct capture c;
 	struct helper h;
@@ -1342,7 +1343,7 @@ START_TEST(test_real_full_scan)
 	CFG_SET(cfg, record_process_age, true);
 	cap_init(&c, 32 << 20);
 	sink = cap_sink(&c);
-	ck_assert_int_eq(procfs_ds_setup_sink(NULL, 1, 1, &cfg, &sink, &ds), 0);
+	ck_assert_int_eq(procfs_ds_setup(NULL, 1, 1, &cfg, &sink, &ds), 0);
 	ck_assert_int_eq(procfs_ds_start(ds), 0);
 	t = cap_decode(&c);
 	ck_assert_uint_eq(t->n_packet, 1);
@@ -1377,7 +1378,7 @@ START_TEST(test_real_on_demand)
 	Perfetto__Protos__ProcessStatsConfig cfg = cfg_default();
 	const Perfetto__Protos__Trace *t;
 	struct procfs_ds_stats st;
-	struct procfs_sink sink;
+	struct ds_sink sink;
 	struct procfs_ds *ds;
 	struct capture c;
 	struct helper h;
@@ -1405,7 +1406,7 @@ START_TEST(test_real_on_demand)
 	CFG_SET(cfg, record_thread_names, true);
 	cap_init(&c, 4 << 20);
 	sink = cap_sink(&c);
-	ck_assert_int_eq(procfs_ds_setup_sink(NULL, 1, 1, &cfg, &sink, &ds), 0);
+	ck_assert_int_eq(procfs_ds_setup(NULL, 1, 1, &cfg, &sink, &ds), 0);
 	ck_assert_int_eq(procfs_ds_start(ds), 0);
 	ck_assert_int_eq(procfs_ds_on_ftrace_pids(ds, pids, n, NULL, 0), (int)h.n + 1);
 	t = cap_decode(&c);
@@ -1536,7 +1537,7 @@ START_TEST(test_real_pid_namespace)
 {
 	Perfetto__Protos__ProcessStatsConfig cfg = cfg_default();
 	const Perfetto__Protos__Trace *t;
-	struct procfs_sink sink;
+	struct ds_sink sink;
 	struct procfs_ds *ds;
 	struct ns_child nc;
 	struct capture c;
@@ -1554,7 +1555,7 @@ START_TEST(test_real_pid_namespace)
 	CFG_SET(cfg, scan_all_processes_on_start, true);
 	cap_init(&c, 32 << 20);
 	sink = cap_sink(&c);
-	ck_assert_int_eq(procfs_ds_setup_sink(NULL, 1, 1, &cfg, &sink, &ds), 0);
+	ck_assert_int_eq(procfs_ds_setup(NULL, 1, 1, &cfg, &sink, &ds), 0);
 	ck_assert_int_eq(procfs_ds_start(ds), 0);
 	t = cap_decode(&c);
 	p = find_process(t, 0, nc.pid);
@@ -1577,7 +1578,7 @@ START_TEST(test_real_pid_namespace)
 	cfg = cfg_default();
 	cap_init(&c, 1 << 20);
 	sink = cap_sink(&c);
-	ck_assert_int_eq(procfs_ds_setup_sink(NULL, 1, 1, &cfg, &sink, &ds), 0);
+	ck_assert_int_eq(procfs_ds_setup(NULL, 1, 1, &cfg, &sink, &ds), 0);
 	ck_assert_int_eq(procfs_ds_start(ds), 0);
 	ck_assert_int_eq(procfs_ds_on_ftrace_pids(ds, &nc.thread, 1, NULL, 0), 1);
 	t = cap_decode(&c);
@@ -1617,6 +1618,7 @@ START_TEST(test_real_through_smb)
 	struct smb_reader *rd;
 	struct smb_writer *w;
 	struct smb_commit cm;
+	struct ds_sink sink;
 	struct procfs_ds *ds;
 	struct smb *smb;
 	struct helper h;
@@ -1639,7 +1641,8 @@ START_TEST(test_real_through_smb)
 
 	CFG_SET(cfg, scan_all_processes_on_start, true);
 	CFG_SET(cfg, record_thread_names, true);
-	ck_assert_int_eq(procfs_ds_setup(NULL, 3, 9, &cfg, w, &ds), 0);
+	sink = ds_sink_for_writer(w);
+	ck_assert_int_eq(procfs_ds_setup(NULL, 3, 9, &cfg, &sink, &ds), 0);
 	ck_assert_int_eq(procfs_ds_setup(NULL, 3, 9, &cfg, NULL, &ds), -EINVAL);
 	ck_assert_int_eq(procfs_ds_start(ds), 0);
 	ck_assert_int_eq(procfs_ds_flush(ds), 0);

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "probes/pbtxt.h"
+#include "protos/pbtxt.h"
 #include "protos/perfetto/config/trace_config.pb-c.h"
 #include "service/service.h"
 #include "util/util.h"

@@ -23,13 +23,16 @@
 
 struct event;
 struct pbw;
+struct smb_writer;
 struct Perfetto__Protos__DataSourceConfig;
+struct Perfetto__Protos__DataSourceDescriptor;
 
 /*
  * Where an instance writes its TracePackets: one trace writer, one
- * sequence.  begin_packet() returns NULL when no chunk could be had; the
- * packet is then dropped and counted by the writer, and end_packet() must
- * not be called.
+ * sequence.  begin_packet() always returns a cursor: when no chunk could
+ * be had the packet goes to a discard cursor, is counted by the writer and
+ * end_packet() returns -ENOSPC (the SMB writer's behaviour; a sink for
+ * tests must do the same).
  */
 struct ds_sink {
 	struct pbw *(*begin_packet)(void *userdata);
@@ -39,6 +42,13 @@ struct ds_sink {
 	void (*flush)(void *userdata);
 	void *userdata;
 };
+
+/**
+ * ds_sink_for_writer - the sink that writes through SMB trace writer @w
+ * (not owned): what the producer hands every instance, and what tests use
+ * to drive a data source into an SMB of their own.
+ */
+struct ds_sink ds_sink_for_writer(struct smb_writer *w);
 
 /* Something one instance tells the other instances of its tracing session. */
 enum ds_notice_kind {
@@ -79,7 +89,11 @@ struct ds_cpu_report {
 	uint64_t events, lost_events, pages_with_loss, overrun;
 };
 
-/* What an instance did, for the end-of-run summary and the daemon's log. */
+/*
+ * What an instance did, for the end-of-run summary and the daemon's log.
+ * A data source with a per-CPU view fills cpu[] and leaves the four totals
+ * at 0: the producer adds cpu[] into them, over every CPU.
+ */
 struct ds_report {
 	const char *name;             /* the ops' name */
 	bool failed;                  /* setup failed: nothing was recorded */
@@ -91,12 +105,21 @@ struct ds_report {
 	uint64_t overrun;             /* kernel END - START overrun */
 	uint64_t packets_dropped;     /* filled by the producer: no SMB chunk was free */
 	uint64_t bytes;               /* filled by the producer */
-	unsigned n_cpus;              /* 0 for a data source with no per-CPU view */
+	unsigned n_cpus;              /* 0 for a data source with no per-CPU view; else every
+				       * CPU the kernel reports (no upper bound) */
 	struct ds_cpu_report *cpu;    /* [n_cpus], malloc'd, freed by ds_report_done() */
 };
 
 struct ds_ops {
 	const char *name;             /* as registered with the service: "linux.ftrace" */
+
+	/*
+	 * Optional: fill the kind's own fields of the descriptor registered
+	 * with the service (name, the notify flags and
+	 * handles_incremental_state_clear are the producer's).  Whatever it
+	 * points to must live as long as the process (static storage).
+	 */
+	void (*describe)(struct Perfetto__Protos__DataSourceDescriptor *d);
 
 	/*
 	 * Optional: the kind's process-wide state (the ftrace host owns the
@@ -122,7 +145,8 @@ struct ds_ops {
 	int (*start)(void *ds);
 	/* Flush: write what is pending and call the sink's flush(). */
 	int (*flush)(void *ds);
-	/* Optional: ClearIncrementalState. */
+	/* Optional: ClearIncrementalState (its presence is registered as
+	 * handles_incremental_state_clear). */
 	int (*clear_incremental)(void *ds);
 	/* Optional: a notice from another instance of the session. */
 	void (*on_notice)(void *ds, const struct ds_notice *n);
@@ -135,8 +159,26 @@ struct ds_ops {
 /* Every data source this build serves, NULL-terminated. */
 extern const struct ds_ops *const ds_registry[];
 
-/* The registered data source named @name, or NULL. */
+/**
+ * ds_find - the registered data source named @name.
+ * Returns: its ops, or NULL.
+ */
 const struct ds_ops *ds_find(const char *name);
 
-/* Free what a report owns (the per-CPU array); the report can be reused. */
+/**
+ * ds_shared_new_all - every registered kind's shared state, in an array
+ * indexed like ds_registry (NULL where a kind has none), for producer_new().
+ * Returns: 0, or the first kind's -errno (nothing is left allocated).
+ */
+int ds_shared_new_all(struct event *e, void ***ret);
+
+/**
+ * ds_shared_free_all - free what ds_shared_new_all() made, once every
+ * producer using it is gone.  Accepts NULL.  Returns: NULL.
+ */
+void **ds_shared_free_all(void **shared);
+
+/**
+ * ds_report_done - free what @r owns (the per-CPU array); @r can be reused.
+ */
 void ds_report_done(struct ds_report *r);

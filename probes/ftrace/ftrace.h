@@ -35,7 +35,8 @@
 #include <stdint.h>
 #include "event/event.h"
 
-struct smb_writer;
+struct ds_ops;
+struct ds_sink;
 struct ftrace_pidset;
 struct Perfetto__Protos__FtraceConfig;
 
@@ -96,7 +97,8 @@ struct ftrace_ds_hooks {
  * @instance_id: DataSourceInstanceID from the service (kept for the caller).
  * @tracing_session_id: TracingSessionID (kept for the caller).
  * @cfg: the FtraceConfig (not kept after return).
- * @w: the writer this data source writes to; not owned, must outlive @ret.
+ * @sink: where this data source writes its packets (copied; what it points
+ *   to must outlive @ret).
  * @hooks: optional callbacks (copied).
  * @userdata: passed to @hooks.
  * @ret: the new data source.
@@ -114,7 +116,7 @@ struct ftrace_ds_hooks {
  * without tracefs; other -errno from tracefs or the state directory.
  */
 int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracing_session_id,
-		    const struct Perfetto__Protos__FtraceConfig *cfg, struct smb_writer *w,
+		    const struct Perfetto__Protos__FtraceConfig *cfg, const struct ds_sink *sink,
 		    const struct ftrace_ds_hooks *hooks, void *userdata, struct ftrace_ds **ret,
 		    char **ret_error);
 
@@ -129,7 +131,7 @@ int ftrace_ds_start(struct ftrace_ds *ds);
 /**
  * ftrace_ds_flush - Flush: read every CPU now (until empty, bounded by the
  * buffer size), call pass_done, write the FtraceStats START_OF_TRACE and
- * END_OF_TRACE packets, then smb_writer_flush().  Reading feeds every started
+ * END_OF_TRACE packets, then the sink's flush().  Reading feeds every started
  * data source of the same tracefs directory, as a timer pass does.
  * Returns: 0 or -errno (the stats packets are still written when a read
  * failed).
@@ -189,3 +191,11 @@ struct ftrace_ds_summary {
  * Returns: 0, -ESTALE if never started, -ENOMEM.
  */
 int ftrace_ds_get_summary(struct ftrace_ds *ds, struct ftrace_ds_summary **ret);
+
+/*
+ * linux.ftrace as a data source of the registry (probes/ds/ds.h): an adapter
+ * over the functions above.  Its shared state is the struct ftrace_host, its
+ * recovery ftrace_host_recover(), and each pass_done becomes a
+ * DS_NOTICE_PIDS notice to the other instances of the tracing session.
+ */
+extern const struct ds_ops ftrace_ds_ops;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "probes/ds/ds.h"
 #include "probes/ftrace/ftrace_parse_internal.h"
 #include "smb/pbw.h"
 #include "smb/smb.h"
@@ -819,17 +820,17 @@ int ftrace_parser_parse_pages(struct ftrace_parser *p, uint32_t cpu, const uint8
  * still in L1, instead of reading a whole batch first.  Same bundles.
  */
 int ftrace_parser_batch_begin(struct ftrace_parser *p, uint32_t cpu, size_t page_size,
-			      struct smb_writer *w, struct ftrace_cpu_state *st,
+			      const struct ds_sink *sink, struct ftrace_cpu_state *st,
 			      struct ftrace_pidset *pids, struct ftrace_pass_stats *stats)
 {
 	struct bundler *b = p ? p->batch : NULL;
 
-	if (!b || !w || b->open)
+	if (!b || !sink || b->open)
 		return -EINVAL;
 	b->sink_store = (struct ftrace_packet_sink){
-		.begin = smb_sink_begin,
-		.end = smb_sink_end,
-		.ctx = w,
+		.begin = sink->begin_packet,
+		.end = sink->end_packet,
+		.ctx = sink->userdata,
 	};
 	if (!batch_args_ok(p, &b->sink_store, st, page_size))
 		return -EINVAL;

@@ -11,13 +11,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "probes/ds/ds.h"
 #include "probes/ftrace/ftrace.h"
 #include "probes/ftrace/ftrace_control.h"
 #include "probes/ftrace/ftrace_drain.h"
 #include "probes/ftrace/ftrace_host_internal.h"
 #include "probes/ftrace/ftrace_parse.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
-#include "smb/smb.h"
 #include "util/util.h"
 
 #define FTRACE_STATS_PHASE_START 1
@@ -42,7 +42,7 @@ struct ftrace_ds {
 	size_t n_failed;
 	char *warnings;
 
-	struct smb_writer *writer;
+	struct ds_sink sink;
 	struct ftrace_ds_hooks hooks;
 	void *userdata;
 	struct ftrace_parser *parser;
@@ -76,7 +76,7 @@ static void reader_batch_begin(struct ftrace_drain_reader *r, unsigned cpu, size
 {
 	struct ftrace_ds *ds = ds_of(r);
 
-	(void)ftrace_parser_batch_begin(ds->parser, cpu, page_size, ds->writer,
+	(void)ftrace_parser_batch_begin(ds->parser, cpu, page_size, &ds->sink,
 					&ds->cpu_state[cpu], ds->pids, &ds->cpu_pass[cpu]);
 }
 
@@ -234,7 +234,7 @@ static int keep_used_events(struct ftrace_ds *ds)
 }
 
 int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracing_session_id,
-		    const struct Perfetto__Protos__FtraceConfig *cfg, struct smb_writer *w,
+		    const struct Perfetto__Protos__FtraceConfig *cfg, const struct ds_sink *sink,
 		    const struct ftrace_ds_hooks *hooks, void *userdata, struct ftrace_ds **ret, char **ret_error)
 {
 	_cleanup_(ds_freep) struct ftrace_ds *ds = NULL;
@@ -245,7 +245,7 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	unsigned n_cpus;
 	int r;
 
-	if (!h || !cfg || !w || !ret)
+	if (!h || !cfg || !sink || !sink->begin_packet || !sink->end_packet || !ret)
 		return -EINVAL;
 
 	r = ftrace_config_instance_name(cfg, &inst_name, ret_error);
@@ -258,7 +258,7 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	ds->host = h;
 	ds->instance_id = instance_id;
 	ds->tracing_session_id = tracing_session_id;
-	ds->writer = w;
+	ds->sink = *sink;
 	if (hooks)
 		ds->hooks = *hooks;
 	ds->userdata = userdata;
@@ -357,12 +357,18 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
  */
 static void write_stats_packet(struct ftrace_ds *ds, const struct ftrace_stats_msg *m)
 {
-	struct pbw *pw = smb_writer_begin_packet(ds->writer);
+	struct pbw *pw = ds->sink.begin_packet(ds->sink.userdata);
 
 	if (!pw)
 		return;
 	ftrace_stats_encode(pw, m);
-	(void)smb_writer_end_packet(ds->writer);
+	(void)ds->sink.end_packet(ds->sink.userdata);
+}
+
+static void sink_flush(struct ftrace_ds *ds)
+{
+	if (ds->sink.flush)
+		ds->sink.flush(ds->sink.userdata);
 }
 
 static void snapshot_stats(struct ftrace_ds *ds, struct ftrace_cpu_stats *out)
@@ -441,7 +447,7 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	if (!ds)
 		return -EINVAL;
 	if (!ds->started) {
-		smb_writer_flush(ds->writer);
+		sink_flush(ds);
 		return 0;
 	}
 
@@ -482,7 +488,7 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	m.parse_errors = parse_errors_mask(ds);
 	write_stats_packet(ds, &m);
 
-	smb_writer_flush(ds->writer);
+	sink_flush(ds);
 	return now ? r : -ENOMEM;
 }
 

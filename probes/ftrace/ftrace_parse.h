@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 struct pbw;
+struct ds_sink;
 struct smb_writer;
 
 /* FtraceParseStatus (protos/perfetto/trace/ftrace/ftrace_stats.proto). */
@@ -320,11 +321,12 @@ int ftrace_parser_parse_pages_to(struct ftrace_parser *p, uint32_t cpu, const ui
  * time: begin, then ftrace_parser_batch_page() for each page as it is read
  * (the page need not outlive the call), then ftrace_parser_batch_end().
  * The packets are exactly those of one ftrace_parser_parse_pages() call
- * over the same pages.  One batch per parser at a time.
+ * over the same pages, written through @sink (copied; the data source's
+ * packet sink, see probes/ds/ds.h).  One batch per parser at a time.
  * Returns: 0, or -EINVAL (bad arguments, or a batch already open).
  */
 int ftrace_parser_batch_begin(struct ftrace_parser *p, uint32_t cpu, size_t page_size,
-			      struct smb_writer *w, struct ftrace_cpu_state *st,
+			      const struct ds_sink *sink, struct ftrace_cpu_state *st,
 			      struct ftrace_pidset *pids, struct ftrace_pass_stats *stats);
 
 /** ftrace_parser_batch_page - parse one page of @page_size bytes into the open batch. */

@@ -32,25 +32,11 @@
 
 #include "event/event.h"
 
-struct pbw;
-struct smb_writer;
+struct ds_ops;
+struct ds_sink;
 struct Perfetto__Protos__ProcessStatsConfig;
 
 struct procfs_ds;
-
-/*
- * Where packets go.  procfs_ds_setup() binds these to an smb_writer; tests
- * and tools can bind them to anything that hands out a pbw cursor.
- */
-struct procfs_sink {
-	/* Start a TracePacket; the cursor writes TracePacket fields. */
-	struct pbw *(*begin_packet)(void *userdata);
-	/* Finish it. Returns: 0, or -ENOSPC if the packet was dropped. */
-	int (*end_packet)(void *userdata);
-	/* Release what was written so the next commit carries it. */
-	void (*flush)(void *userdata);
-	void *userdata;
-};
 
 /* Counters for the recorder's summary; they only grow. */
 struct procfs_ds_stats {
@@ -79,7 +65,7 @@ struct procfs_ds_stats {
 
 /**
  * procfs_ds_setup - create a linux.process_stats data source instance that
- * writes through @w (not owned: the caller frees the writer after the data
+ * writes through @sink (copied; what it points to must outlive the data
  * source, which flushes it).  Nothing is read from /proc until
  * procfs_ds_start().
  * @e: the loop that runs the poll timer; may be NULL when @cfg has no
@@ -92,16 +78,8 @@ struct procfs_ds_stats {
  * Returns: 0, -EINVAL, -ENOMEM.
  */
 int procfs_ds_setup(struct event *e, uint64_t instance_id, uint64_t tracing_session_id,
-		    const struct Perfetto__Protos__ProcessStatsConfig *cfg, struct smb_writer *w,
+		    const struct Perfetto__Protos__ProcessStatsConfig *cfg, const struct ds_sink *sink,
 		    struct procfs_ds **ret);
-
-/**
- * procfs_ds_setup_sink - as procfs_ds_setup(), writing through @sink
- * (copied).
- */
-int procfs_ds_setup_sink(struct event *e, uint64_t instance_id, uint64_t tracing_session_id,
-			 const struct Perfetto__Protos__ProcessStatsConfig *cfg,
-			 const struct procfs_sink *sink, struct procfs_ds **ret);
 
 /**
  * procfs_ds_set_proc_root - read from @path (a fixture tree laid out like
@@ -153,14 +131,13 @@ bool procfs_ds_on_demand_enabled(const struct procfs_ds *ds);
 int procfs_ds_clear_incremental_state(struct procfs_ds *ds);
 
 /**
- * procfs_ds_flush - flush the writer, as Perfetto does (no new scan).
+ * procfs_ds_flush - flush the sink, as Perfetto does (no new scan).
  * Returns: 0.
  */
 int procfs_ds_flush(struct procfs_ds *ds);
 
 /**
- * procfs_ds_free - stop the timer and free.  Does not flush or free the
- * writer.  Accepts NULL; returns NULL.
+ * procfs_ds_free - stop the timer and free.  Does not flush the sink.  Accepts NULL; returns NULL.
  */
 struct procfs_ds *procfs_ds_free(struct procfs_ds *ds);
 
@@ -171,3 +148,10 @@ uint64_t procfs_ds_instance_id(const struct procfs_ds *ds);
  * procfs_ds_get_stats - copy the counters into @ret.
  */
 void procfs_ds_get_stats(const struct procfs_ds *ds, struct procfs_ds_stats *ret);
+
+/*
+ * linux.process_stats as a data source of the registry (probes/ds/ds.h):
+ * DS_NOTICE_PIDS from the session's ftrace instances feeds
+ * procfs_ds_on_ftrace_pids().
+ */
+extern const struct ds_ops procfs_ds_ops;

@@ -15,6 +15,7 @@
 
 #include "event/event.h"
 
+#include "probes/ds/ds.h"
 #include "probes/procfs/procfs.h"
 #include "smb/pbw.h"
 
@@ -288,7 +289,7 @@ struct procfs_ds {
 	uint64_t instance_id;
 	uint64_t tracing_session_id;
 
-	struct procfs_sink sink;
+	struct ds_sink sink;
 
 	/* config */
 	bool scan_on_start;
@@ -331,12 +332,12 @@ struct procfs_ds {
 	struct procfs_ds_stats stats;
 };
 
-/* procfs_ds.c: packet framing */
-void procfs_ds_mark_scan_start(struct procfs_ds *ds);
+/* procfs_packet.c: packet framing */
+void procfs_packet_mark_scan_start(struct procfs_ds *ds);
 /* Starts the packet if needed and opens TracePacket.@field (2 or 9). */
-struct pbw *procfs_ds_open_msg(struct procfs_ds *ds, uint32_t field);
+struct pbw *procfs_packet_open_msg(struct procfs_ds *ds, uint32_t field);
 /* Writes collection_end_timestamp, closes and hands over the packet, if any. */
-void procfs_ds_end_packet(struct procfs_ds *ds);
+void procfs_packet_end(struct procfs_ds *ds);
 
 /*
  * Perfetto writes a whole scan as one packet.  On a machine with tens of
@@ -347,7 +348,7 @@ void procfs_ds_end_packet(struct procfs_ds *ds);
  * reader sees several ProcessTree packets, which it merges anyway.
  */
 #define PROCFS_PACKET_SPLIT (256u * 1024u)
-void procfs_ds_maybe_split(struct procfs_ds *ds);
+void procfs_packet_maybe_split(struct procfs_ds *ds);
 
 /* procfs_tree.c */
 int procfs_tree_scan_all(struct procfs_ds *ds);

@@ -33,7 +33,7 @@ static void write_counter(struct procfs_ds *ds, int32_t pid, struct procfs_cache
 	if (ce && (ce->valid & bit) && ce->value[c] == v)
 		return;
 	if (!ds->stats_proc_open) {
-		w = procfs_ds_open_msg(ds, PROCFS_PKT_PROCESS_STATS);
+		w = procfs_packet_open_msg(ds, PROCFS_PKT_PROCESS_STATS);
 		pbw_begin_nested(w, PROCFS_STATS_PROCESSES);
 		pbw_int(w, 1, pid);
 		ds->stats_proc_open = true;
@@ -148,16 +148,16 @@ int procfs_stats_poll(struct procfs_ds *ds)
 
 	r = procfs_dir_open_top(root);
 	if (r >= 0) {
-		procfs_ds_mark_scan_start(ds);
+		procfs_packet_mark_scan_start(ds);
 		while ((pid = procfs_dir_next(&root->top)) > 0) {
 			close_stats_proc(ds);
-			procfs_ds_maybe_split(ds);
+			procfs_packet_maybe_split(ds);
 			if (poll_one(ds, pid))
 				(void)remember_pid(ds, pid);
 		}
 		close_stats_proc(ds);
 		procfs_dir_close(&root->top);
-		procfs_ds_end_packet(ds);
+		procfs_packet_end(ds);
 		if (pid < 0)
 			r = pid;
 

@@ -58,7 +58,7 @@ static void write_cmdline(struct procfs_ds *ds, struct pbw *w, int32_t pid,
 static void write_detailed_thread(struct procfs_ds *ds, int32_t tid, int32_t tgid,
 				  const struct procfs_status *st)
 {
-	struct pbw *w = procfs_ds_open_msg(ds, PROCFS_PKT_PROCESS_TREE);
+	struct pbw *w = procfs_packet_open_msg(ds, PROCFS_PKT_PROCESS_TREE);
 
 	pbw_begin_nested(w, PROCFS_TREE_THREADS);
 	pbw_int(w, PROCFS_THREAD_TID, tid);
@@ -76,7 +76,7 @@ static void write_detailed_thread(struct procfs_ds *ds, int32_t tid, int32_t tgi
 static void write_thread(struct procfs_ds *ds, int32_t tid, int32_t tgid, const char *name,
 			 size_t name_len)
 {
-	struct pbw *w = procfs_ds_open_msg(ds, PROCFS_PKT_PROCESS_TREE);
+	struct pbw *w = procfs_packet_open_msg(ds, PROCFS_PKT_PROCESS_TREE);
 
 	pbw_begin_nested(w, PROCFS_TREE_THREADS);
 	pbw_int(w, PROCFS_THREAD_TID, tid);
@@ -98,7 +98,7 @@ static bool write_process(struct procfs_ds *ds, int32_t pid, const struct procfs
 	if (st->tgid != pid)
 		return false;
 
-	w = procfs_ds_open_msg(ds, PROCFS_PKT_PROCESS_TREE);
+	w = procfs_packet_open_msg(ds, PROCFS_PKT_PROCESS_TREE);
 	pbw_begin_nested(w, PROCFS_TREE_PROCESSES);
 	pbw_int(w, PROCFS_PROC_PID, pid);
 	pbw_int(w, PROCFS_PROC_PPID, st->ppid);
@@ -134,13 +134,13 @@ int procfs_tree_scan_all(struct procfs_ds *ds)
 	r = procfs_dir_open_top(root);
 	if (r < 0)
 		return r;
-	procfs_ds_mark_scan_start(ds);
+	procfs_packet_mark_scan_start(ds);
 
 	while ((pid = procfs_dir_next(&root->top)) > 0) {
 		bool namespaced;
 		int32_t tid;
 
-		procfs_ds_maybe_split(ds);
+		procfs_packet_maybe_split(ds);
 		r = procfs_read_pid_file(root, pid, 0, "status", &root->status);
 		if (r >= 0 && procfs_status_parse(root->status.data, root->status.len, &st) < 0)
 			r = -EBADMSG;
@@ -164,7 +164,7 @@ int procfs_tree_scan_all(struct procfs_ds *ds)
 		while ((tid = procfs_dir_next(&root->task)) > 0) {
 			if (tid == pid)
 				continue;
-			procfs_ds_maybe_split(ds);
+			procfs_packet_maybe_split(ds);
 			/* One more read per thread only when it adds something. */
 			if (!ds->record_thread_names && !namespaced) {
 				write_thread(ds, tid, pid, NULL, 0);
@@ -203,7 +203,7 @@ int procfs_tree_scan_all(struct procfs_ds *ds)
 	}
 	procfs_dir_close(&root->top);
 
-	procfs_ds_end_packet(ds);
+	procfs_packet_end(ds);
 	ds->stats.full_scans++;
 	ds->stats.last_full_scan_ns = now_ns(CLOCK_MONOTONIC) - t0;
 	return pid < 0 ? pid : 0;
@@ -215,7 +215,7 @@ static void write_process_or_thread(struct procfs_ds *ds, int32_t pid, uint64_t 
 	struct procfs_status st, pst;
 	int r;
 
-	procfs_ds_mark_scan_start(ds);
+	procfs_packet_mark_scan_start(ds);
 	ds->stats.pids_looked_up++;
 
 	/* /proc/<tid>/ exists for every thread even though readdir hides it */
@@ -310,10 +310,10 @@ int procfs_tree_write_pids(struct procfs_ds *ds, const int32_t *pids, size_t n,
 		/* an earlier entry of this pass may have written it as a main thread */
 		if (procfs_pidset_contains(&ds->seen, ds->pids[i]))
 			continue;
-		procfs_ds_maybe_split(ds);
+		procfs_packet_maybe_split(ds);
 		write_process_or_thread(ds, ds->pids[i], gone_counter);
 		looked++;
 	}
-	procfs_ds_end_packet(ds);
+	procfs_packet_end(ds);
 	return looked;
 }

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "probes/pbtxt.h"
+#include "protos/pbtxt.h"
 #include "protos/perfetto/common/descriptor.pb-c.h"
 #include "protos/perfetto/config/trace_config.pb-c.h"
 

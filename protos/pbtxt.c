@@ -10,8 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "probes/pbtxt.h"
+#include "protos/pbtxt.h"
 #include "util/util.h"
+#include "util/util_varint.h"
 
 #define PBTXT_MAX_DEPTH 32
 #define PBTXT_MAX_OUTPUT (16u << 20)
@@ -57,15 +58,9 @@ static void buf_put(struct buf *b, const void *p, size_t n)
 
 static void buf_varint(struct buf *b, uint64_t v)
 {
-	uint8_t tmp[10];
-	size_t n = 0;
+	uint8_t tmp[VARINT_PUT_ROOM];
 
-	while (v >= 0x80) {
-		tmp[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	tmp[n++] = (uint8_t)v;
-	buf_put(b, tmp, n);
+	buf_put(b, tmp, (size_t)(varint_put(tmp, v) - tmp));
 }
 
 static int fail(struct parser *p, const char *fmt, ...) _printf_(2, 3);
@@ -332,7 +327,7 @@ static int parse_scalar(struct parser *p, const ProtobufCFieldDescriptor *f, str
 	case PROTOBUF_C_TYPE_SINT64: {
 		int64_t sv = (int64_t)v;
 		buf_varint(out, tag | 0);
-		buf_varint(out, ((uint64_t)sv << 1) ^ (uint64_t)(sv >> 63));
+		buf_varint(out, varint_zigzag(sv));
 		break;
 	}
 	case PROTOBUF_C_TYPE_FIXED32:

@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+/*
+ * pbtxt - protobuf text format (what `perfetto --txt -c` reads) for any
+ * message type protobuf-c has a descriptor of.  Lives beside the schema
+ * because it knows nothing of tracing: only descriptors and wire types.
+ */
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The producer against the in-process service, with data sources of the
+ * test's own (a registry of fakes, no kernel): reports are summed over every
+ * CPU however many there are (512 here, past the 256 an old fixed array
+ * held), a notice reaches the other started instances of its session and
+ * only those, and a kind's shared state reaches its instances.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "event/event.h"
+#include "probes/ds/ds.h"
+#include "probes/producer.h"
+#include "protos/pbtxt.h"
+#include "protos/perfetto/config/trace_config.pb-c.h"
+#include "service/service.h"
+#include "smb/pbw.h"
+#include "util/util.h"
+
+#define FAKE_CPUS 512u
+#define MAX_REPORTS 8
+
+static const int32_t notice_pids[] = { 11, 22, 33 };
+
+/* What the fakes and the hooks saw, for the test to check. */
+static struct seen {
+	struct ds_report reports[MAX_REPORTS];   /* copies; cpu[] owned */
+	size_t n_reports;
+	unsigned notices[2];         /* per listener instance, by session index */
+	size_t notice_pids;          /* pids in the last notice received */
+	unsigned shared_ok;          /* setups that got the kind's shared state */
+	unsigned done;
+} seen;
+
+static int shared_token = 42;
+
+/* ---- "test.percpu": a per-CPU data source that sends a notice on flush ---- */
+
+struct percpu {
+	struct ds_env env;
+};
+
+static int percpu_shared_new(struct event *e, void **ret)
+{
+	*ret = &shared_token;
+	return 0;
+}
+
+static void *percpu_shared_free(void *shared)
+{
+	return NULL;
+}
+
+static int percpu_setup(const struct ds_env *env, const Perfetto__Protos__DataSourceConfig *cfg,
+			void **ret, char **ret_error, char **ret_warnings)
+{
+	struct percpu *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->env = *env;
+	if (env->shared == &shared_token)
+		seen.shared_ok++;
+	*ret = d;
+	return 0;
+}
+
+static int percpu_start(void *ds)
+{
+	struct percpu *d = ds;
+	struct pbw *pw = d->env.sink.begin_packet(d->env.sink.userdata);
+
+	/* one packet, so that the writer has something to count */
+	if (pw) {
+		pbw_varint(pw, 8, 1);
+		(void)d->env.sink.end_packet(d->env.sink.userdata);
+	}
+	return 0;
+}
+
+static int percpu_flush(void *ds)
+{
+	struct percpu *d = ds;
+	const struct ds_notice n = {
+		.kind = DS_NOTICE_PIDS,
+		.pids = notice_pids,
+		.n_pids = ARRAY_SIZE(notice_pids),
+	};
+
+	d->env.host.notice(d->env.host.host, &n);
+	d->env.sink.flush(d->env.sink.userdata);
+	return 0;
+}
+
+/* CPU c: c + 1 events, 2 lost, 1 page with loss; overruns only past CPU 255. */
+static int percpu_report(void *ds, struct ds_report *r)
+{
+	r->cpu = calloc(FAKE_CPUS, sizeof(*r->cpu));
+	if (!r->cpu)
+		return -ENOMEM;
+	r->n_cpus = FAKE_CPUS;
+	for (unsigned c = 0; c < FAKE_CPUS; c++)
+		r->cpu[c] = (struct ds_cpu_report){
+			.events = c + 1,
+			.lost_events = 2,
+			.pages_with_loss = 1,
+			.overrun = c >= 256 ? 3 : 0,
+		};
+	return 0;
+}
+
+static void fake_free(void *ds)
+{
+	free(ds);
+}
+
+static const struct ds_ops percpu_ops = {
+	.name = "test.percpu",
+	.shared_new = percpu_shared_new,
+	.shared_free = percpu_shared_free,
+	.setup = percpu_setup,
+	.start = percpu_start,
+	.flush = percpu_flush,
+	.report = percpu_report,
+	.free = fake_free,
+};
+
+/* ---- "test.listener": counts the notices it gets, per session ----------- */
+
+struct listener {
+	unsigned session_index;
+};
+
+static uint64_t first_session_id;
+
+static int listener_setup(const struct ds_env *env, const Perfetto__Protos__DataSourceConfig *cfg,
+			  void **ret, char **ret_error, char **ret_warnings)
+{
+	struct listener *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	if (!first_session_id)
+		first_session_id = env->tracing_session_id;
+	l->session_index = env->tracing_session_id == first_session_id ? 0 : 1;
+	*ret = l;
+	return 0;
+}
+
+static int listener_start(void *ds)
+{
+	return 0;
+}
+
+static int listener_flush(void *ds)
+{
+	return 0;
+}
+
+static void listener_on_notice(void *ds, const struct ds_notice *n)
+{
+	struct listener *l = ds;
+
+	if (n->kind != DS_NOTICE_PIDS)
+		return;
+	seen.notices[l->session_index]++;
+	seen.notice_pids = n->n_pids;
+}
+
+static const struct ds_ops listener_ops = {
+	.name = "test.listener",
+	.setup = listener_setup,
+	.start = listener_start,
+	.flush = listener_flush,
+	.on_notice = listener_on_notice,
+	.free = fake_free,
+};
+
+static const struct ds_ops *const fake_kinds[] = { &percpu_ops, &listener_ops, NULL };
+
+/* ---- producer hooks and the session ------------------------------------- */
+
+static void on_ds_stopped(struct producer *p, const struct ds_report *r, void *userdata)
+{
+	struct ds_report *copy;
+
+	ck_assert_uint_lt(seen.n_reports, MAX_REPORTS);
+	copy = &seen.reports[seen.n_reports++];
+	*copy = *r;
+	copy->cpu = NULL;
+	if (r->n_cpus) {
+		copy->cpu = malloc(r->n_cpus * sizeof(*r->cpu));
+		ck_assert_ptr_nonnull(copy->cpu);
+		memcpy(copy->cpu, r->cpu, r->n_cpus * sizeof(*r->cpu));
+	}
+}
+
+static void on_session_done(struct svc_session *ss, int error, void *userdata)
+{
+	struct event *e = userdata;
+
+	ck_assert_int_eq(error, 0);
+	if (++seen.done == 2)
+		(void)event_exit(e, 0);
+}
+
+static Perfetto__Protos__TraceConfig *parse_config(const char *text)
+{
+	ProtobufCMessage *m = NULL;
+	char err[256] = "";
+
+	ck_assert_msg(pbtxt_parse(&perfetto__protos__trace_config__descriptor, text, strlen(text), &m,
+				  err, sizeof(err)) == 0, "%s", err);
+	return (Perfetto__Protos__TraceConfig *)m;
+}
+
+static const struct ds_report *find_report(const char *name, size_t nth)
+{
+	for (size_t i = 0; i < seen.n_reports; i++)
+		if (strcmp(seen.reports[i].name, name) == 0 && nth-- == 0)
+			return &seen.reports[i];
+	return NULL;
+}
+
+/*
+ * Two sessions: the first has a per-CPU source and a listener, the second
+ * only a listener.  Each session ends with a Flush (the notice) and a Stop
+ * (the report).
+ */
+START_TEST(test_reports_and_notices)
+{
+	const struct svc_session_hooks hooks = { .done = on_session_done };
+	const struct producer_hooks phooks = { .ds_stopped = on_ds_stopped };
+	Perfetto__Protos__TraceConfig *cfg_a = parse_config(
+		"buffers { size_kb: 1024 fill_policy: DISCARD }\n"
+		"data_sources { config { name: \"test.percpu\" } }\n"
+		"data_sources { config { name: \"test.listener\" } }\n"
+		"duration_ms: 200\n");
+	Perfetto__Protos__TraceConfig *cfg_b = parse_config(
+		"buffers { size_kb: 1024 fill_policy: DISCARD }\n"
+		"data_sources { config { name: \"test.listener\" } }\n"
+		"duration_ms: 200\n");
+	char dir[] = "/tmp/tp-producer-XXXXXX", out_a[64], out_b[64];
+	struct svc_session *a = NULL, *b = NULL;
+	const struct ds_report *r;
+	struct producer *p = NULL;
+	struct event *e = NULL;
+	struct svc *svc = NULL;
+	void **shared = NULL;
+	uint64_t sum = 0;
+	int sv[2], fd_a, fd_b;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(out_a, sizeof(out_a), "%s/a", dir);
+	snprintf(out_b, sizeof(out_b), "%s/b", dir);
+	fd_a = open(out_a, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd_b = open(out_b, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert(fd_a >= 0 && fd_b >= 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	ck_assert_int_ge(event_new(&e), 0);
+	ck_assert_int_ge(svc_new(e, NULL, &svc), 0);
+	ck_assert_int_ge(svc_adopt_connection(svc, sv[1]), 0);
+
+	/* the per-kind shared states, as ds_shared_new_all makes them for the registry */
+	shared = calloc(ARRAY_SIZE(fake_kinds), sizeof(*shared));
+	ck_assert_ptr_nonnull(shared);
+	ck_assert_int_eq(percpu_ops.shared_new(e, &shared[0]), 0);
+
+	ck_assert_int_ge(producer_new(e, fake_kinds, shared, &phooks, NULL, &p), 0);
+	ck_assert_int_ge(producer_adopt_fd(p, sv[0]), 0);
+	ck_assert_int_ge(svc_session_start(svc, cfg_a, fd_a, &hooks, e, &a), 0);
+	ck_assert_int_ge(svc_session_start(svc, cfg_b, fd_b, &hooks, e, &b), 0);
+	ck_assert_int_ge(event_loop(e), 0);
+	ck_assert_uint_eq(seen.done, 2);
+
+	/* every CPU counts, not only the first 256 */
+	r = find_report("test.percpu", 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert(!r->failed);
+	ck_assert_uint_eq(r->n_cpus, FAKE_CPUS);
+	ck_assert_ptr_nonnull(r->cpu);
+	ck_assert_uint_eq(r->cpu[FAKE_CPUS - 1].events, FAKE_CPUS);
+	for (unsigned c = 0; c < FAKE_CPUS; c++)
+		sum += r->cpu[c].events;
+	ck_assert_uint_eq(r->events, sum);
+	ck_assert_uint_eq(r->events, (uint64_t)FAKE_CPUS * (FAKE_CPUS + 1) / 2);
+	ck_assert_uint_eq(r->lost_events, 2u * FAKE_CPUS);
+	ck_assert_uint_eq(r->pages_with_loss, FAKE_CPUS);
+	ck_assert_uint_eq(r->overrun, 3u * (FAKE_CPUS - 256));
+	ck_assert_uint_gt(r->bytes, 0);
+	ck_assert_uint_eq(seen.shared_ok, 1);
+
+	/* the listener without a per-CPU view reports no CPUs */
+	r = find_report("test.listener", 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->n_cpus, 0);
+	ck_assert_ptr_null(r->cpu);
+
+	/* the notice reached the first session's listener, never the second's */
+	ck_assert_uint_ge(seen.notices[0], 1);
+	ck_assert_uint_eq(seen.notice_pids, ARRAY_SIZE(notice_pids));
+	ck_assert_uint_eq(seen.notices[1], 0);
+
+	a = svc_session_free(a);
+	b = svc_session_free(b);
+	p = producer_free(p);
+	svc = svc_free(svc);
+	free(shared);
+	e = event_unref(e);
+	close(fd_a);
+	close(fd_b);
+	(void)unlink(out_a);
+	(void)unlink(out_b);
+	(void)rmdir(dir);
+	for (size_t i = 0; i < seen.n_reports; i++)
+		ds_report_done(&seen.reports[i]);
+	protobuf_c_message_free_unpacked(&cfg_a->base, NULL);
+	protobuf_c_message_free_unpacked(&cfg_b->base, NULL);
+}
+END_TEST
+
+/* The registry's helpers, on the real registry: names are unique and found. */
+START_TEST(test_registry)
+{
+	size_t n = 0;
+
+	for (; ds_registry[n]; n++) {
+		ck_assert_ptr_nonnull(ds_registry[n]->name);
+		ck_assert_ptr_nonnull(ds_registry[n]->setup);
+		ck_assert_ptr_nonnull(ds_registry[n]->start);
+		ck_assert_ptr_nonnull(ds_registry[n]->flush);
+		ck_assert_ptr_nonnull(ds_registry[n]->free);
+		ck_assert_ptr_eq(ds_find(ds_registry[n]->name), ds_registry[n]);
+		for (size_t k = 0; k < n; k++)
+			ck_assert_str_ne(ds_registry[k]->name, ds_registry[n]->name);
+	}
+	ck_assert_uint_ge(n, 2);
+	/* linux.ftrace registers first, as Perfetto's traced_probes */
+	ck_assert_str_eq(ds_registry[0]->name, "linux.ftrace");
+	ck_assert_ptr_nonnull(ds_find("linux.process_stats"));
+	ck_assert_ptr_null(ds_find("linux.nothing"));
+	ck_assert_ptr_null(ds_find(NULL));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("producer");
+	TCase *tc = tcase_create("producer");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_reports_and_notices);
+	tcase_add_test(tc, test_registry);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
