@@ -198,12 +198,34 @@ size_t ss_parse_vmstat(const char *buf, size_t len, const struct ss_keymap *m, s
 
 /* ---- stat ------------------------------------------------------------------ */
 
-/* "cpuN user nice system idle iowait irq softirq steal ..." */
-static void write_cpu_times(const char *t, size_t tl, const char *pos, const char *end,
+/* The whole token is a number. */
+static bool token_is_u64(const char *t, size_t len, uint64_t *ret)
+{
+	uint64_t v;
+
+	for (size_t i = 0; i < len; i++)
+		if (!is_digit(t[i]))
+			return false;
+	if (!token_u64(t, len, &v))
+		return false;
+	*ret = v;
+	return true;
+}
+
+/*
+ * "cpuN user nice system idle iowait irq softirq steal ...".  A "cpu"
+ * followed by anything but digits is skipped (traced_probes would file it
+ * under CPU 0).
+ */
+static bool write_cpu_times(const char *t, size_t tl, const char *pos, const char *end,
 			    uint64_t ns_per_tick, struct pbw *w)
 {
+	uint64_t cpu;
+
+	if (!token_is_u64(t + 3, tl - 3, &cpu) || cpu > UINT32_MAX)
+		return false;
 	pbw_begin_nested(w, SS_CPU_STAT);
-	pbw_varint(w, 1, (uint32_t)token_u64_or0(t + 3, tl - 3));
+	pbw_varint(w, 1, cpu);
 	/* CpuTimes fields 2..9; a missing column is 0, as traced_probes has it. */
 	for (uint32_t f = 2; f <= 9; f++) {
 		uint64_t v = 0;
@@ -213,6 +235,7 @@ static void write_cpu_times(const char *t, size_t tl, const char *pos, const cha
 		pbw_varint(w, f, v * ns_per_tick);
 	}
 	(void)pbw_end_nested(w);
+	return true;
 }
 
 /*
@@ -258,15 +281,17 @@ size_t ss_parse_stat(const char *buf, size_t len, unsigned mask, uint64_t ns_per
 			continue;
 		/* "cpu" alone is the sum over CPUs: traced_probes leaves it out. */
 		if ((mask & SS_STAT_CPU_TIMES) && tl > 3 && memcmp(t, "cpu", 3) == 0) {
-			write_cpu_times(t, tl, ls, le, ns_per_tick, w);
-			n++;
+			n += write_cpu_times(t, tl, ls, le, ns_per_tick, w);
 		} else if ((mask & SS_STAT_IRQ_COUNTS) && token_is(t, tl, "intr")) {
 			n += write_irq_counts(ls, le, SS_NUM_IRQ_TOTAL, SS_NUM_IRQ, true, w);
 		} else if ((mask & SS_STAT_SOFTIRQ_COUNTS) && token_is(t, tl, "softirq")) {
 			n += write_irq_counts(ls, le, SS_NUM_SOFTIRQ_TOTAL, SS_NUM_SOFTIRQ, false, w);
 		} else if ((mask & SS_STAT_FORK_COUNT) && token_is(t, tl, "processes")) {
-			if (next_token(&ls, le, &t, &tl)) {
-				pbw_varint(w, SS_NUM_FORKS, token_u64_or0(t, tl));
+			uint64_t v;
+
+			/* a count that is not a number is left out rather than sent as 0 */
+			if (next_token(&ls, le, &t, &tl) && token_u64(t, tl, &v)) {
+				pbw_varint(w, SS_NUM_FORKS, v);
 				n++;
 			}
 		}
