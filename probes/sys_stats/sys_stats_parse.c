@@ -151,6 +151,26 @@ static bool token_is(const char *t, size_t len, const char *s)
 
 /* ---- meminfo, vmstat ------------------------------------------------------ */
 
+/*
+ * A { key = 1, value = 2 } message whose size is known before it is
+ * written: its length goes in front directly, without the reserve-and-
+ * back-fill of pbw_begin_nested().  This is most of what a vmstat poll
+ * writes.
+ */
+static void put_key_value(struct pbw *w, uint32_t field, unsigned key, uint64_t v)
+{
+	size_t len = 1 + pbw_varint_len(key) + 1 + pbw_varint_len(v);
+
+	/* tag (1) + length (1) + at most 1 + 2 + 1 + 10 bytes */
+	pbw_reserve(w, 2 + len);
+	*w->cur++ = (uint8_t)((field << 3) | PBW_WIRE_LEN);
+	*w->cur++ = (uint8_t)len;
+	*w->cur++ = (uint8_t)((SS_KV_KEY << 3) | PBW_WIRE_VARINT);
+	w->cur = pbw_put_varint_raw(w->cur, key);
+	*w->cur++ = (uint8_t)((SS_KV_VALUE << 3) | PBW_WIRE_VARINT);
+	w->cur = pbw_put_varint_raw(w->cur, v);
+}
+
 static size_t parse_key_value(const char *buf, size_t len, const struct ss_keymap *m,
 			      bool colon, uint32_t field, struct pbw *w)
 {
@@ -177,10 +197,7 @@ static size_t parse_key_value(const char *buf, size_t len, const struct ss_keyma
 		/* A value that is not a number is left out rather than sent as 0. */
 		if (!next_token(&ls, le, &t, &tl) || !token_u64(t, tl, &v))
 			continue;
-		pbw_begin_nested(w, field);
-		pbw_varint(w, SS_KV_KEY, key);
-		pbw_varint(w, SS_KV_VALUE, v);
-		(void)pbw_end_nested(w);
+		put_key_value(w, field, key, v);
 		n++;
 	}
 	return n;
