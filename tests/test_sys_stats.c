@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "event/event.h"
+#include "probes/pbtxt.h"
 #include "probes/sys_stats/sys_stats.h"
 #include "probes/sys_stats/sys_stats_internal.h"
 #include "probes/system_info/system_info.h"
@@ -30,6 +31,7 @@
 #include "protos/perfetto/config/data_source_config.pb-c.h"
 #include "protos/perfetto/config/sys_stats/sys_stats_config.pb-c.h"
 #include "protos/perfetto/config/system_info/system_info_config.pb-c.h"
+#include "protos/perfetto/config/trace_config.pb-c.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
 #include "smb/pbw.h"
 #include "util/util.h"
@@ -1010,6 +1012,116 @@ START_TEST(test_system_info_host)
 }
 END_TEST
 
+/* ---- the configs of tests/data/configs ------------------------------------------- */
+
+/*
+ * Parse tests/data/configs/@name and run its linux.sys_stats (one poll) and
+ * linux.system_info data sources on this machine; the packets go to @cap.
+ */
+static void run_config(const char *name, struct capture *cap, struct event *e)
+{
+	Perfetto__Protos__TraceConfig *tc = NULL;
+	_cleanup_free_ char *text = NULL;
+	char path[PATH_MAX * 2], err[256];
+	struct ds_env env;
+	size_t len;
+	unsigned found = 0;
+
+	(void)snprintf(path, sizeof(path), "%s/../configs/%s", data_dir, name);
+	ck_assert_int_eq(read_full_file_at(AT_FDCWD, path, 1 << 20, &text, &len), 0);
+	ck_assert_msg(pbtxt_parse(&perfetto__protos__trace_config__descriptor, text, len,
+				  (ProtobufCMessage **)&tc, err, sizeof(err)) == 0, "%s: %s", name, err);
+	env = cap_env(cap, e, 1 << 20);
+	for (size_t i = 0; i < tc->n_data_sources; i++) {
+		const Perfetto__Protos__DataSourceConfig *dc = tc->data_sources[i]->config;
+		const struct ds_ops *ops = NULL;
+		void *ds = NULL;
+
+		if (strcmp(dc->name, sys_stats_ds_ops.name) == 0)
+			ops = &sys_stats_ds_ops;
+		else if (strcmp(dc->name, system_info_ds_ops.name) == 0)
+			ops = &system_info_ds_ops;
+		if (!ops)
+			continue;
+		ck_assert_int_eq(ops->setup(&env, dc, &ds, NULL, NULL), 0);
+		if (ops == &sys_stats_ds_ops)
+			ck_assert_int_eq(sys_stats_poll(ds), 0);
+		else
+			ck_assert_int_eq(ops->start(ds), 0);
+		ops->free(ds);
+		found++;
+	}
+	ck_assert_uint_gt(found, 0);
+	protobuf_c_message_free_unpacked(&tc->base, NULL);
+	cap_decode(cap);
+}
+
+static bool has_meminfo(const SysStats *s, int key)
+{
+	for (size_t i = 0; i < s->n_meminfo; i++)
+		if ((int)s->meminfo[i]->key == key)
+			return true;
+	return false;
+}
+
+static bool has_vmstat(const SysStats *s, int key)
+{
+	for (size_t i = 0; i < s->n_vmstat; i++)
+		if ((int)s->vmstat[i]->key == key)
+			return true;
+	return false;
+}
+
+START_TEST(test_configs)
+{
+	const SysStats *s;
+	struct capture cap;
+	struct event *e;
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+
+	ck_assert_int_eq(event_new(&e), 0);
+
+	/*
+	 * The docs' memory-counters example: what the reference trace has,
+	 * meminfo 1, 2, 3; vmstat 1, 3, 4 (no nr_alloc_batch since Linux 4.x);
+	 * cpu_stat per CPU and num_forks, no IRQ counts.
+	 */
+	run_config("memory-counters.cfg", &cap, e);
+	ck_assert_uint_eq(cap.trace->n_packet, 1);
+	s = packet_sys_stats(cap.trace->packet[0]);
+	ck_assert_uint_eq(s->n_meminfo, 3);
+	for (int k = 1; k <= 3; k++)
+		ck_assert(has_meminfo(s, k));
+	ck_assert(has_vmstat(s, PERFETTO__PROTOS__VMSTAT_COUNTERS__VMSTAT_NR_FREE_PAGES));
+	ck_assert(has_vmstat(s, PERFETTO__PROTOS__VMSTAT_COUNTERS__VMSTAT_NR_ACTIVE_ANON));
+	ck_assert_uint_le(s->n_vmstat, 4);
+	ck_assert_uint_eq(s->n_cpu_stat, (size_t)sysconf(_SC_NPROCESSORS_ONLN));
+	ck_assert(s->has_num_forks);
+	ck_assert(!s->has_num_irq_total && !s->has_num_softirq_total);
+	cap_done(&cap);
+
+	/* the docs' cpu-freq example: cpufreq_khz per CPU only, then a CpuInfo */
+	run_config("cpu-freq.cfg", &cap, e);
+	ck_assert_uint_eq(cap.trace->n_packet, 2);
+	s = packet_sys_stats(cap.trace->packet[0]);
+	ck_assert_uint_eq(s->n_cpufreq_khz, (size_t)cpus);
+	ck_assert_uint_eq(s->n_meminfo + s->n_vmstat + s->n_cpu_stat, 0);
+	ck_assert_int_eq(cap.trace->packet[1]->data_case, PERFETTO__PROTOS__TRACE_PACKET__DATA_CPU_INFO);
+	ck_assert_uint_eq(cap.trace->packet[1]->cpu_info->n_cpus, (size_t)sysconf(_SC_NPROCESSORS_ONLN));
+	cap_done(&cap);
+
+	/* Perfetto's test config: its lists, IRQ counts but no softirqs */
+	run_config("sys_stats.cfg", &cap, e);
+	s = packet_sys_stats(cap.trace->packet[0]);
+	ck_assert_uint_gt(s->n_meminfo, 5);
+	ck_assert_uint_le(s->n_meminfo, 11);
+	ck_assert_uint_gt(s->n_vmstat, 5);
+	ck_assert(s->has_num_irq_total && !s->has_num_softirq_total && s->has_num_forks);
+	cap_done(&cap);
+	event_unref(e);
+}
+END_TEST
+
 static Suite *sys_stats_suite(void)
 {
 	Suite *s = suite_create("sys_stats");
@@ -1036,6 +1148,7 @@ static Suite *sys_stats_suite(void)
 
 	tc = tcase_create("live");
 	tcase_add_test(tc, test_ds_live);
+	tcase_add_test(tc, test_configs);
 	suite_add_tcase(s, tc);
 	return s;
 }
