@@ -2,7 +2,8 @@
 /*
  * Every data source this build serves.  Adding one: a folder under probes/
  * whose public header declares its `const struct ds_ops`, its library in
- * ds_deps (probes/ds/meson.build), and one line in ds_registry[] below.  The order is the order of registration with the service
+ * ds_deps (probes/ds/meson.build), and one line in ds_registry[]
+ * below.  The order is the order of registration with the service
  * (linux.ftrace first, as Perfetto's traced_probes).
  */
 #include <errno.h>
@@ -12,10 +13,14 @@
 #include "probes/ds/ds.h"
 #include "probes/ftrace/ftrace.h"
 #include "probes/procfs/procfs.h"
+#include "probes/sys_stats/sys_stats.h"
+#include "probes/system_info/system_info.h"
 
 const struct ds_ops *const ds_registry[] = {
 	&ftrace_ds_ops,
 	&procfs_ds_ops,
+	&sys_stats_ds_ops,
+	&system_info_ds_ops,
 	NULL,
 };
 
