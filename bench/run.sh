@@ -60,6 +60,11 @@ grep -h '^|' "$tmp/drain" "$tmp/live" || true
 echo
 grep -h '^- ' "$tmp/drain" "$tmp/live" || true
 [ -f "$tmp/sweep" ] && grep -h '^- ' "$tmp/sweep"
+# symbolize_ksyms: loading /proc/kallsyms (budget: 150 ms, 2 MiB)
+if [ -x "$build/bench/bench_ksyms" ]; then
+	echo
+	"$build/bench/bench_ksyms" -r 5 2>>"$tmp/live.err" || true
+fi
 if [ -s "$tmp/drain.err" ] || [ -s "$tmp/live.err" ]; then
 	echo
 	echo "stderr:"
