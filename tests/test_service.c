@@ -30,6 +30,7 @@
 #include "smb/pbw.h"
 #include "smb/smb.h"
 #include "util/util.h"
+#include "util/util_varint.h"
 
 #define DS_NAME "test.ds"
 #define TIMEOUT_MS 5000
@@ -710,11 +711,6 @@ static size_t count_event(const struct trace_file *t, Perfetto__Protos__TracingS
 	return n;
 }
 
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	return (size_t)(pbw_put_varint_raw(p, v) - p);
-}
-
 /*
  * Check that the producer packets of @t are exactly packets 0..n-1 (sizes
  * from @sizes) in order: the bytes the producer wrote, then the trusted
@@ -728,8 +724,8 @@ static void check_producer_packets(const struct trace_file *t, const size_t *siz
 
 	for (size_t i = 0; i < t->n; i++) {
 		const struct rec *r = &t->recs[i];
-		uint8_t *exp, trailer[48];
-		size_t elen, tlen = 0;
+		uint8_t *exp, trailer[48], *tp;
+		size_t elen, tlen;
 		const uint8_t *at;
 
 		if (seq_of(r) == 1)
@@ -749,17 +745,19 @@ static void check_producer_packets(const struct trace_file *t, const size_t *siz
 		/* Only the writer's own header fields may precede our bytes. */
 		ck_assert_uint_le((size_t)(at - r->data), 4);
 
-		trailer[tlen++] = 3 << 3;
-		tlen += put_varint(trailer + tlen, (uint64_t)(int64_t)(int32_t)getuid());
-		trailer[tlen++] = 10 << 3;
-		tlen += put_varint(trailer + tlen, seq);
-		tlen += put_varint(trailer + tlen, 79u << 3);
-		tlen += put_varint(trailer + tlen, (uint64_t)getpid());
+		tp = trailer;
+		tp = varint_put(tp, 3u << 3);
+		tp = varint_put(tp, (uint64_t)(int64_t)(int32_t)getuid());
+		tp = varint_put(tp, 10u << 3);
+		tp = varint_put(tp, seq);
+		tp = varint_put(tp, 79u << 3);
+		tp = varint_put(tp, (uint64_t)getpid());
 		if (k == 0) {
 			/* traced flags the first packet it reads of a sequence */
-			tlen += put_varint(trailer + tlen, 42u << 3);
-			tlen += put_varint(trailer + tlen, 1);
+			tp = varint_put(tp, 42u << 3);
+			tp = varint_put(tp, 1);
 		}
+		tlen = (size_t)(tp - trailer);
 		ck_assert_uint_eq(r->len, (size_t)(at - r->data) + elen + tlen);
 		ck_assert_msg(memcmp(at + elen, trailer, tlen) == 0, "packet %u trailer differs", k);
 		ck_assert_int_eq(r->tp->trusted_pid, getpid());

@@ -22,6 +22,7 @@
 #include "protos/perfetto/trace/trace_packet.pb-c.h"
 #include "smb/smb.h"
 #include "util/util.h"
+#include "util/util_varint.h"
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
@@ -104,22 +105,6 @@ static uint32_t page_word(const struct shm *m, size_t page)
 	return v;
 }
 
-static bool read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *ret)
-{
-	uint64_t v = 0;
-
-	for (unsigned k = 0; k < 10 && *i < len; k++) {
-		uint8_t b = p[(*i)++];
-
-		v |= (uint64_t)(b & 0x7f) << (7 * k);
-		if (!(b & 0x80)) {
-			*ret = v;
-			return true;
-		}
-	}
-	return false;
-}
-
 /* The fields the writer puts first: previous_packet_dropped (42), first_packet_on_sequence (87). */
 struct prefix {
 	size_t len;
@@ -133,13 +118,13 @@ struct prefix {
 static struct prefix parse_prefix(const uint8_t *p, size_t len)
 {
 	struct prefix x = {};
-	size_t i = 0;
+	const uint8_t *q = p, *end = p + len;
 	uint64_t tag, v;
 
 	for (;;) {
-		size_t at = i;
+		size_t at = (size_t)(q - p);
 
-		if (!read_varint(p, len, &i, &tag) || (tag & 7) != 0 || !read_varint(p, len, &i, &v))
+		if (!varint_get(&q, end, &tag) || (tag & 7) != 0 || !varint_get(&q, end, &v))
 			return x;
 		if (tag >> 3 == 42) {
 			x.has_dropped = true;
