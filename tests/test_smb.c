@@ -4,7 +4,8 @@
  * in order (single-threaded and with the reader in another thread), patches
  * for nested messages that straddle chunks, a service that stops draining,
  * a hostile service scribbling over the page words, and the reader's
- * rejection of malformed chunks and packets.
+ * rejection of malformed chunks and packets.  The cost of the writer alone
+ * is measured by bench/bench_smb.
  */
 
 #include <check.h>
@@ -1741,55 +1742,6 @@ START_TEST(test_reader_memory_bound)
 }
 END_TEST
 
-/* ---- performance note ---------------------------------------------------- */
-
-/* A service that frees every committed chunk at once, so only the writer is measured. */
-static void free_all_hook(void *userdata)
-{
-	struct shm *m = userdata;
-	struct smb_commit cm;
-
-	(void)smb_take_commit(m->smb, &cm);
-	for (size_t i = 0; i < cm.n_moves; i++)
-		__atomic_store_n((uint32_t *)(m->svc + cm.moves[i].page * m->page_size), 0,
-				 __ATOMIC_RELEASE);
-}
-
-START_TEST(test_write_speed)
-{
-	const uint32_t n = 2000000;
-	struct shm m;
-	struct smb_writer *w;
-	struct smb_writer_stats ws;
-	uint64_t t0, t1;
-
-	shm_setup(&m, 2 * MIB, 32 * KIB);
-	smb_set_commit_hook(m.smb, free_all_hook, &m);
-	ck_assert_int_eq(smb_writer_new(m.smb, 1, TARGET_BUFFER, &w), 0);
-	t0 = now_ns(CLOCK_MONOTONIC);
-	for (uint32_t i = 0; i < n; i++) {
-		struct pbw *p = smb_writer_begin_packet(w);
-
-		/* about the size of one small ftrace event */
-		pbw_varint(p, 8, 1000000000ull + i);
-		pbw_begin_nested(p, 1);
-		pbw_varint(p, 1, i & 3);
-		pbw_varint(p, 2, i);
-		pbw_string(p, 3, "kworker/1:2");
-		pbw_end_nested(p);
-		(void)smb_writer_end_packet(w);
-	}
-	t1 = now_ns(CLOCK_MONOTONIC);
-	smb_writer_get_stats(w, &ws);
-	ck_assert_uint_eq(ws.packets_written, n);
-	printf("write speed: %.1f ns per %llu-byte packet (%llu chunks)\n",
-	       (double)(t1 - t0) / n, (unsigned long long)(ws.bytes_written / n),
-	       (unsigned long long)ws.chunks_acquired);
-	w = smb_writer_free(w);
-	shm_teardown(&m);
-}
-END_TEST
-
 static Suite *smb_suite(void)
 {
 	Suite *s = suite_create("smb");
@@ -1825,9 +1777,6 @@ static Suite *smb_suite(void)
 	tcase_add_test(tc, test_reader_memory_bound);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("speed");
-	tcase_add_test(tc, test_write_speed);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
