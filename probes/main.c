@@ -2,6 +2,7 @@
 #include <malloc.h>
 #include <string.h>
 
+#include "probes/convert/convert.h"
 #include "probes/daemon.h"
 #include "probes/recorder.h"
 
@@ -17,5 +18,7 @@ int main(int argc, char **argv)
 	(void)mallopt(M_MMAP_THRESHOLD, 64 * 1024);
 	if (argc > 1 && strcmp(argv[1], "record") == 0)
 		return recorder_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "convert") == 0)
+		return convert_main(argc - 1, argv + 1);
 	return daemon_main(argc, argv);
 }

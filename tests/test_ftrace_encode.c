@@ -596,8 +596,8 @@ START_TEST(test_generic_dense)
 	const uint8_t *data;
 	size_t len;
 
-	ck_assert(!ftrace_format_table_event_is_typed("sched", "sched_stat_runtime"));
-	ck_assert(ftrace_format_table_event_is_typed("sched", "sched_switch"));
+	ck_assert(!ftrace_translate_is_typed("sched", "sched_stat_runtime"));
+	ck_assert(ftrace_translate_is_typed("sched", "sched_switch"));
 	ck_assert_int_eq(ftrace_pidset_new(64, &pids), 0);
 	fx_page_init(&pg, 100);
 	fx_event(&pg, 1, r, fx_ipi_send_cpu(r, 7, 1, 0xffffffff81000010ull, 0xffffffff81000020ull));

@@ -474,7 +474,7 @@ START_TEST(test_unknown_events_in_stats)
 	struct rec r;
 
 	/* an event Perfetto has no message for, with generic events disabled: failed */
-	ck_assert(!ftrace_format_table_event_is_typed("initcall", "initcall_level"));
+	ck_assert(!ftrace_translate_is_typed("initcall", "initcall_level"));
 	cfg.has_disable_generic_events = true;
 	cfg.disable_generic_events = true;
 	rec_init(&r, 1);

@@ -1,24 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The ftrace control side against the real tracefs: the validated write
- * helper, the undo list, name validation, sharing one directory between
- * data sources, persistence and crash recovery.
+ * The ftrace control side against the real tracefs: kernel error text on
+ * failed writes, the undo list, sharing one directory between data
+ * sources, persistence and crash recovery.  The pure parts of the control
+ * side (names, config resolution, stats text, trace_clock text) are in
+ * test_ftrace_config.c and run as any user.
  *
  * Kernel cases run in a tracefs instance of their own (tp-test-<pid>),
  * created before and removed after the test case (in the parent process, so
  * even a crashed or failed test is cleaned up).  The files we could touch,
  * of the instance and of the top level, are snapshotted first and must be
- * byte-identical at the end.
+ * byte-identical at the end: the test case's teardown checks that, after
+ * every test has run, whatever their order.
  */
 
 #include <check.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 
 #include "probes/ftrace/ftrace.h"
@@ -151,17 +152,35 @@ static void kernel_setup(void)
 	g_snap_top = snapshot(g_root);
 }
 
+/*
+ * After the last test of the case (Check runs an unchecked teardown once,
+ * after all of them): everything we touched is back, byte for byte.  The
+ * comparison comes before the cleanup, which would hide a leak, and the
+ * assertion after it, so that tracefs is put back even when it fails (a
+ * failure here ends the runner with a non-zero status).
+ */
 static void kernel_teardown(void)
 {
+	char *inst = snapshot(g_inst_dir), *top = snapshot(g_root);
+	bool inst_same = inst && g_snap_inst && strcmp(inst, g_snap_inst) == 0;
+	bool top_same = top && g_snap_top && strcmp(top, g_snap_top) == 0;
 	char cmd[600];
 
-	/* A test that died half-way left its undo list: put things back first. */
+	if (!inst_same)
+		fprintf(stderr, "instance not restored:\n--- before\n%s--- after\n%s", g_snap_inst, inst);
+	if (!top_same)
+		fprintf(stderr, "top level not restored:\n--- before\n%s--- after\n%s", g_snap_top, top);
+	free(inst);
+	free(top);
+
+	/* A test that died half-way left its undo list: put things back. */
 	(void)ftrace_host_recover(g_state_dir);
 	(void)rmdir(g_inst_dir);
 	(void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_state_dir);
 	(void)system(cmd);
 	free(g_snap_inst);
 	free(g_snap_top);
+	ck_assert_msg(inst_same && top_same, "tracefs not restored after the kernel test case");
 }
 
 static void assert_untouched(void)
@@ -197,88 +216,6 @@ static char *event_enable(const char *g, const char *n)
 	(void)snprintf(f, sizeof(f), "events/%s/%s/enable", g, n);
 	return read_text(g_inst_dir, f);
 }
-
-/* ---- the validated write helper --------------------------------------- */
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-}
-
-struct drain {
-	int fd;
-	size_t got;
-	bool ok;
-};
-
-static void *drain_thread(void *arg)
-{
-	struct drain *d = arg;
-	char buf[1000];
-	ssize_t n;
-
-	d->ok = true;
-	while ((n = read(d->fd, buf, sizeof(buf))) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		for (ssize_t i = 0; i < n; i++)
-			if (buf[i] != (char)('a' + (d->got + (size_t)i) % 26))
-				d->ok = false;
-		d->got += (size_t)n;
-		usleep(50); /* a slow reader: the writer blocks and gets interrupted */
-	}
-	return NULL;
-}
-
-START_TEST(test_write_fd_short_writes)
-{
-	/* SIGALRM without SA_RESTART cuts a blocked pipe write short (or EINTR). */
-	struct sigaction sa = { .sa_handler = on_alarm };
-	struct itimerval it = { .it_interval = { 0, 500 }, .it_value = { 0, 500 } };
-	sigset_t set;
-	const size_t len = 4u << 20;
-	char *data = malloc(len);
-	struct drain d = { 0 };
-	pthread_t th;
-	int p[2];
-
-	ck_assert_ptr_nonnull(data);
-	for (size_t i = 0; i < len; i++)
-		data[i] = (char)('a' + i % 26);
-	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-	(void)fcntl(p[1], F_SETPIPE_SZ, 4096);
-	d.fd = p[0];
-
-	/* Only this thread takes the signal. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGALRM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	ck_assert_int_eq(pthread_create(&th, NULL, drain_thread, &d), 0);
-	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-	sigaction(SIGALRM, &sa, NULL);
-	setitimer(ITIMER_REAL, &it, NULL);
-
-	ck_assert_int_eq(ftrace_tracefs_write_fd(p[1], data, len), 0);
-
-	it = (struct itimerval){ 0 };
-	setitimer(ITIMER_REAL, &it, NULL);
-	close(p[1]);
-	pthread_join(th, NULL);
-	close(p[0]);
-	ck_assert_uint_eq(d.got, len);
-	ck_assert(d.ok);
-	free(data);
-
-	/* No progress at all is an error, not an endless loop. */
-	int fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(ftrace_tracefs_write_fd(fd, "x", 1), -ENOSPC);
-	close(fd);
-}
-END_TEST
 
 START_TEST(test_write_einval_has_kernel_text)
 {
@@ -791,201 +728,6 @@ START_TEST(test_ds_unknown_events_not_fatal)
 }
 END_TEST
 
-/* ---- pure: names and config resolution ----------------------------------- */
-
-START_TEST(test_name_validation)
-{
-	char n127[128], n128[129];
-
-	memset(n127, 'a', 127);
-	n127[127] = 0;
-	memset(n128, 'a', 128);
-	n128[128] = 0;
-	ck_assert(ftrace_name_valid("sched_switch"));
-	ck_assert(ftrace_name_valid(n127));
-	ck_assert(!ftrace_name_valid(n128));
-	ck_assert(!ftrace_name_valid(""));
-	ck_assert(!ftrace_name_valid(NULL));
-	ck_assert(!ftrace_name_valid("../x"));
-	ck_assert(!ftrace_name_valid("a/b"));
-	ck_assert(!ftrace_name_valid("*"));
-	ck_assert(!ftrace_name_valid("a b"));
-	ck_assert(!ftrace_name_valid("a\nb"));
-	ck_assert(!ftrace_name_valid("sched-switch"));
-
-	ck_assert(ftrace_instance_name_valid("tp-test-1.2_x"));
-	ck_assert(!ftrace_instance_name_valid("."));
-	ck_assert(!ftrace_instance_name_valid(".."));
-	ck_assert(!ftrace_instance_name_valid("../x"));
-	ck_assert(!ftrace_instance_name_valid("a/b"));
-	ck_assert(!ftrace_instance_name_valid(""));
-	ck_assert(!ftrace_instance_name_valid("a\tb"));
-}
-END_TEST
-
-static struct ftrace_event_list *fixture_events(void)
-{
-	static const char text[] = "sched:sched_switch\nsched:sched_waking\nsched:sched_wakeup\n"
-				   "irq:irq_handler_entry\nirq:irq_handler_exit\nfoo:sched_waking\n"
-				   "uniq:only_here\ndup1:twice\ndup2:twice\nbad line\n:x\ny:\nbad-g:x\n";
-	struct ftrace_event_list *l = NULL;
-
-	ck_assert_int_eq(ftrace_event_list_new(&l), 0);
-	ck_assert_int_eq(ftrace_event_list_parse(l, text, sizeof(text) - 1), 0);
-	ck_assert_int_ge(ftrace_event_list_add(l, "ftrace", "print", FTRACE_EVENT_ALWAYS_ON), 0);
-	ftrace_event_list_sort(l);
-	ck_assert_uint_eq(ftrace_event_list_size(l), 10);
-	return l;
-}
-
-static bool has_event(const struct ftrace_config *c, const char *g, const char *n)
-{
-	for (size_t i = 0; i < c->n_events; i++)
-		if (!strcmp(c->events[i]->group, g) && !strcmp(c->events[i]->name, n))
-			return true;
-	return false;
-}
-
-static bool has_unknown(const struct ftrace_config *c, const char *s)
-{
-	for (size_t i = 0; i < c->n_unknown; i++)
-		if (!strcmp(c->unknown[i], s))
-			return true;
-	return false;
-}
-
-START_TEST(test_config_resolution)
-{
-	char over[300];
-	char *events[] = { "sched/sched_switch", "irq/*", "sched_waking", "only_here", "twice", "../x",
-			   "a/b/c", "sched/nope", "nogroup/*", "sched/sched_switch", "*", "sched/*x", over,
-			   "print", "bad\x01name" };
-	Perfetto__Protos__FtraceConfig cfg = PERFETTO__PROTOS__FTRACE_CONFIG__INIT;
-	struct ftrace_event_list *l = fixture_events();
-	struct ftrace_config *c = NULL;
-	char *err = NULL;
-
-	memset(over, 'a', sizeof(over) - 1);
-	over[sizeof(over) - 1] = 0;
-	cfg.ftrace_events = events;
-	cfg.n_ftrace_events = ARRAY_SIZE(events);
-	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 4ull << 30, &c, &err), 0);
-
-	ck_assert(has_event(c, "sched", "sched_switch"));
-	ck_assert(has_event(c, "irq", "irq_handler_entry"));
-	ck_assert(has_event(c, "irq", "irq_handler_exit"));
-	ck_assert(has_event(c, "sched", "sched_waking")); /* known group wins over foo/ */
-	ck_assert(!has_event(c, "foo", "sched_waking"));
-	ck_assert(has_event(c, "uniq", "only_here"));
-	ck_assert(has_event(c, "ftrace", "print"));
-	ck_assert_uint_eq(c->n_events, 6); /* deduplicated */
-	ck_assert(has_unknown(c, "twice")); /* ambiguous outside known groups */
-	ck_assert(has_unknown(c, "../x"));
-	ck_assert(has_unknown(c, "a/b/c"));
-	ck_assert(has_unknown(c, "sched/nope"));
-	ck_assert(has_unknown(c, "nogroup/*"));
-	ck_assert(has_unknown(c, "*"));
-	ck_assert(has_unknown(c, "sched/*x"));
-	ck_assert(has_unknown(c, "bad?name")); /* reported printable */
-	for (size_t i = 0; i < c->n_unknown; i++)
-		ck_assert_uint_le(strlen(c->unknown[i]), FTRACE_MAX_REPORTED_NAME);
-	ck_assert(c->has_sched_switch);
-	ck_assert(c->compact_sched);
-	ck_assert(c->denser_generic_events);
-	ck_assert_uint_eq(c->buffer_size_kb, 2048);
-	ck_assert_uint_eq(c->drain_period_ms, 100);
-	ck_assert_ptr_null(c->instance_name);
-	ftrace_config_free(c);
-	c = NULL;
-
-	/* Defaults and bounds. */
-	Perfetto__Protos__FtraceConfig__CompactSchedConfig cs = PERFETTO__PROTOS__FTRACE_CONFIG__COMPACT_SCHED_CONFIG__INIT;
-	cs.has_enabled = true;
-	cs.enabled = false;
-	cfg.compact_sched = &cs;
-	cfg.has_buffer_size_kb = true;
-	cfg.buffer_size_kb = 100;
-	cfg.has_drain_period_ms = true;
-	cfg.drain_period_ms = 60001;
-	cfg.has_denser_generic_event_encoding = true;
-	cfg.denser_generic_event_encoding = false;
-	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 16ull << 30, &c, &err), 0);
-	ck_assert(!c->compact_sched);
-	ck_assert(!c->denser_generic_events);
-	ck_assert_uint_eq(c->buffer_size_kb, 100); /* explicit wins */
-	ck_assert_uint_eq(c->drain_period_ms, 100);
-	ftrace_config_free(c);
-	c = NULL;
-	cfg.has_buffer_size_lower_bound = true;
-	cfg.buffer_size_lower_bound = true;
-	cfg.drain_period_ms = 2000;
-	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 16ull << 30, &c, &err), 0);
-	ck_assert_uint_eq(c->buffer_size_kb, 8192); /* a lower bound under the default */
-	ck_assert_uint_eq(c->drain_period_ms, 2000);
-	ftrace_config_free(c);
-	c = NULL;
-	cfg.buffer_size_kb = 0xffffffffu;
-	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 16ull << 30, &c, &err), 0);
-	ck_assert_uint_eq(c->buffer_size_kb, FTRACE_BUFFER_KB_MAX);
-	ftrace_config_free(c);
-	c = NULL;
-	/* a small machine: all CPUs' buffers together stay within a quarter of its memory */
-	cfg.buffer_size_kb = 1024 * 1024;
-	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 1ull << 30, &c, &err), 0);
-	ck_assert_uint_eq(c->buffer_size_kb,
-			  (1ull << 30) / 4 / 1024 / (uint64_t)sysconf(_SC_NPROCESSORS_CONF));
-	ftrace_config_free(c);
-	c = NULL;
-
-	/* Rejected: bad instance name, too many events. */
-	cfg.instance_name = "../etc";
-	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 0, &c, &err), -EINVAL);
-	ck_assert_ptr_nonnull(err);
-	free(err);
-	err = NULL;
-	cfg.instance_name = NULL;
-	char **many = calloc(FTRACE_MAX_CONFIG_EVENTS + 1, sizeof(char *));
-	for (size_t i = 0; i <= FTRACE_MAX_CONFIG_EVENTS; i++)
-		many[i] = "sched/sched_switch";
-	cfg.ftrace_events = many;
-	cfg.n_ftrace_events = FTRACE_MAX_CONFIG_EVENTS + 1;
-	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 0, &c, &err), -EINVAL);
-	free(err);
-	free(many);
-	ftrace_event_list_free(l);
-}
-END_TEST
-
-START_TEST(test_stats_parse)
-{
-	static const char full[] = "entries: 12\noverrun: 3\ncommit overrun: 0\nbytes: 4096\n"
-				   "oldest event ts:   461.123456\nnow ts:   467.345981\n"
-				   "dropped events: 7\nread events: 99\n";
-	static const char old_kernel[] = "entries: 1\noverrun: 2\nbytes: 3\nsomething new: 5\n";
-	struct ftrace_cpu_stats s = { .cpu = 3 };
-
-	ck_assert_int_eq(ftrace_stats_parse(full, sizeof(full) - 1, &s), 0);
-	ck_assert_uint_eq(s.cpu, 3);
-	ck_assert_uint_eq(s.entries, 12);
-	ck_assert_uint_eq(s.overrun, 3);
-	ck_assert_uint_eq(s.commit_overrun, 0);
-	ck_assert_uint_eq(s.bytes, 4096);
-	ck_assert_uint_eq(s.dropped_events, 7);
-	ck_assert_uint_eq(s.read_events, 99);
-	ck_assert_double_eq_tol(s.oldest_event_ts, 461.123456, 1e-9);
-	ck_assert_double_eq_tol(s.now_ts, 467.345981, 1e-9);
-	ck_assert_uint_eq(s.present, 0xff);
-
-	s = (struct ftrace_cpu_stats){ 0 };
-	ck_assert_int_eq(ftrace_stats_parse(old_kernel, sizeof(old_kernel) - 1, &s), 0);
-	ck_assert_uint_eq(s.present, FTRACE_STAT_ENTRIES | FTRACE_STAT_OVERRUN | FTRACE_STAT_BYTES);
-	ck_assert_uint_eq(s.bytes, 3);
-	ck_assert_int_eq(ftrace_stats_parse("garbage", 7, &s), -EBADMSG);
-	ck_assert_int_eq(ftrace_stats_parse("entries: x\n", 11, &s), -EBADMSG);
-}
-END_TEST
-
-/* Without root: a clear error, not a crash or a half setup. */
 /* Only what a config can name is listed, and it resolves as the full list does. */
 START_TEST(test_available_filtered)
 {
@@ -1016,6 +758,7 @@ START_TEST(test_available_filtered)
 }
 END_TEST
 
+/* Without root: a clear error, not a crash or a half setup. */
 START_TEST(test_not_root)
 {
 	pid_t pid = fork();
@@ -1047,24 +790,10 @@ START_TEST(test_not_root)
 }
 END_TEST
 
-/* Last in its test case: everything we touched is back, byte for byte. */
-START_TEST(test_zz_everything_restored)
-{
-	assert_untouched();
-}
-END_TEST
-
 static Suite *suite(void)
 {
 	Suite *s = suite_create("ftrace_tracefs");
-	TCase *pure = tcase_create("pure");
 	TCase *k = tcase_create("kernel");
-
-	tcase_add_test(pure, test_name_validation);
-	tcase_add_test(pure, test_config_resolution);
-	tcase_add_test(pure, test_stats_parse);
-	tcase_add_test(pure, test_write_fd_short_writes);
-	suite_add_tcase(s, pure);
 
 	tcase_add_unchecked_fixture(k, kernel_setup, kernel_teardown);
 	tcase_add_test(k, test_write_einval_has_kernel_text);
@@ -1081,7 +810,6 @@ static Suite *suite(void)
 	tcase_add_test(k, test_ds_unknown_events_not_fatal);
 	tcase_add_test(k, test_available_filtered);
 	tcase_add_test(k, test_not_root);
-	tcase_add_test(k, test_zz_everything_restored);
 	suite_add_tcase(s, k);
 	return s;
 }

@@ -96,8 +96,14 @@ enum log_level log_get_max_level(void);
 int log_level_from_string(const char *s);
 
 /**
- * log_internal - print one line to stderr with a level prefix that the
- * journal understands (<N>).  Keeps errno.  When @error is non-zero, "%m"
+ * log_stderr_is_journal - whether stderr is the journal stream systemd
+ * announced in $JOURNAL_STREAM ("<dev>:<inode>").
+ */
+bool log_stderr_is_journal(void);
+
+/**
+ * log_internal - print one line to stderr, with a level prefix that the
+ * journal understands (<N>) when stderr is the journal.  Keeps errno.  When @error is non-zero, "%m"
  * in @fmt expands to strerror(-@error).
  * Returns: @error (negative) so callers can "return log_error_errno(r, ...)".
  */
@@ -148,6 +154,28 @@ int read_full_file_at(int dirfd, const char *path, size_t max, char **ret_buf, s
  * Returns: 0 or -errno.
  */
 int write_all(int fd, const void *buf, size_t len);
+
+/* ---- message strings (util_str.c) -------------------------------------- */
+
+/**
+ * strdup_printf - asprintf() that returns the new string, or NULL when out
+ * of memory.
+ */
+char *strdup_printf(const char *fmt, ...) _printf_(1, 2);
+
+/**
+ * set_error_text - hand @msg (malloc'd, may be NULL) to the optional
+ * out-parameter @ret_error, replacing and freeing what it held; without
+ * @ret_error, free @msg.
+ */
+void set_error_text(char **ret_error, char *msg);
+
+/**
+ * str_append_line - append @line and '\n' to the malloc'd string *@buf
+ * (NULL counts as empty).
+ * Returns: 0 or -ENOMEM (*@buf unchanged).
+ */
+int str_append_line(char **buf, const char *line);
 
 /**
  * now_ns - clock_gettime(@clock) in nanoseconds.

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/util.h"
 
@@ -36,6 +37,27 @@ int log_level_from_string(const char *s)
 	return -EINVAL;
 }
 
+/*
+ * systemd sets JOURNAL_STREAM=<dev>:<inode> of the stream it connected to
+ * stderr.  Only when stderr is still that stream do the "<N>" prefixes
+ * reach a reader that understands them; on a terminal or in a file they
+ * are noise.  Checked per line: logging is never on a hot path, and stderr
+ * may be redirected at any time.
+ */
+bool log_stderr_is_journal(void)
+{
+	const char *e = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	int n = 0;
+
+	if (!e || sscanf(e, "%llu:%llu%n", &dev, &ino, &n) != 2 || e[n] != '\0')
+		return false;
+	if (fstat(STDERR_FILENO, &st) < 0)
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
 int log_internal(enum log_level level, int error, const char *fmt, ...)
 {
 	int saved = errno;
@@ -50,7 +72,9 @@ int log_internal(enum log_level level, int error, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "<%d>traced-probes: %s%s\n", level_prio[level],
+	if (log_stderr_is_journal())
+		fprintf(stderr, "<%d>", level_prio[level]);
+	fprintf(stderr, "traced-probes: %s%s\n",
 		level <= LOG_LEVEL_WARNING ? (level == LOG_LEVEL_ERROR ? "error: " : "warning: ") : "",
 		line);
 	errno = saved;

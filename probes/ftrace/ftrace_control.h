@@ -29,14 +29,27 @@ struct Perfetto__Protos__FtraceConfig;
 #define FTRACE_BUFFER_KB_HIGH_RAM 8192u
 #define FTRACE_HIGH_RAM_BYTES (7ull << 30)
 
-/* ==== small string helpers for error messages (ftrace_tracefs.c) ======= */
+/* ==== trace_clock text (ftrace_clock.c) ================================= */
 
-/* asprintf() that returns the string or NULL. */
-char *ftrace_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Replace *ret_error (if ret_error is non-NULL) with @msg, else free @msg. */
-void ftrace_set_error(char **ret_error, char *msg);
-/* Append @line and '\n' to a malloc'd string (NULL counts as empty). */
-int ftrace_append_line(char **buf, const char *line);
+/**
+ * ftrace_clock_selected - the selected clock of a trace_clock file's @text
+ * ("local [boot] global" -> "boot"), copied into @buf of @size bytes.
+ * Returns: 0, or -EBADMSG if no clock is bracketed or the name does not fit.
+ */
+int ftrace_clock_selected(const char *text, char *buf, size_t size);
+
+/**
+ * ftrace_clock_listed - whether @name is one of the words of trace_clock's
+ * @text, selected or not.
+ */
+bool ftrace_clock_listed(const char *text, const char *name);
+
+/**
+ * ftrace_clock_from_name - the FtraceClock (enum ftrace_clock) a trace_clock
+ * name stands for: boot is FTRACE_CLOCK_UNSPECIFIED (bundles carry no clock
+ * fields), an unknown name FTRACE_CLOCK_UNKNOWN.
+ */
+int ftrace_clock_from_name(const char *name);
 
 /* ==== tracefs directory controller (ftrace_tracefs*.c) =================== */
 
@@ -96,13 +109,6 @@ int ftrace_tracefs_write(struct ftrace_tracefs *t, const char *file, const char 
  * ftrace_tracefs_truncate - clear the ring buffer (open "trace" with O_TRUNC).
  */
 int ftrace_tracefs_truncate(struct ftrace_tracefs *t);
-
-/**
- * ftrace_tracefs_write_fd - the write loop of ftrace_tracefs_write() on an
- * already open fd, exposed for tests: every byte or -errno; a write that
- * makes no progress is -EIO.
- */
-int ftrace_tracefs_write_fd(int fd, const char *value, size_t len);
 
 /* -- undo list (ftrace_tracefs_undo.c) -- */
 
@@ -166,9 +172,12 @@ size_t ftrace_tracefs_undo_count(const struct ftrace_tracefs *t);
 int ftrace_tracefs_undo_file_replay(const char *path, bool force);
 
 /**
- * ftrace_state_dir - $TRACED_PROBES_STATE_DIR or FTRACE_STATE_DIR_DEFAULT.
+ * ftrace_tracefs_undo_replay_dir - ftrace_tracefs_undo_file_replay() (not
+ * forced) on every undo list file of @state_dir.
+ * Returns: the number replayed, or the first -errno (the other files are
+ * still tried; a missing @state_dir holds none).
  */
-const char *ftrace_state_dir(void);
+int ftrace_tracefs_undo_replay_dir(const char *state_dir);
 
 /* -- shared use of one directory by several data sources (ftrace_tracefs_share.c) -- */
 

@@ -7,16 +7,121 @@
  */
 
 #include <malloc.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
-#include "probes/ftrace/ftrace_ds_internal.h"
+#include "probes/ftrace/ftrace.h"
+#include "probes/ftrace/ftrace_control.h"
+#include "probes/ftrace/ftrace_drain.h"
+#include "probes/ftrace/ftrace_host_internal.h"
+#include "probes/ftrace/ftrace_parse.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "smb/smb.h"
 #include "util/util.h"
 
 #define FTRACE_STATS_PHASE_START 1
 #define FTRACE_STATS_PHASE_END 2
+
+/* Distinct pids one data source can note in one pass. */
+#define FTRACE_PIDSET_CAPACITY 32768u
+
+struct ftrace_ds {
+	struct ftrace_host *host;
+	struct ftrace_drain *drain;     /* of its tracefs directory, shared */
+	struct ftrace_tracefs *tfs;     /* the drain's */
+	unsigned n_cpus;                /* the drain's */
+	struct ftrace_drain_reader reader;
+	uint64_t instance_id;
+	uint64_t tracing_session_id;
+
+	struct ftrace_event_list *avail;  /* cfg->events point into it */
+	struct ftrace_config *cfg;
+	bool *enabled;                  /* per cfg->events: we hold a tracefs reference */
+	char **failed;                  /* failed_ftrace_events */
+	size_t n_failed;
+	char *warnings;
+
+	struct smb_writer *writer;
+	struct ftrace_ds_hooks hooks;
+	void *userdata;
+	struct ftrace_parser *parser;
+	struct ftrace_print_filter *print_filter;
+	struct ftrace_pidset *pids;
+	struct ftrace_cpu_state *cpu_state;     /* [n_cpus] */
+	struct ftrace_pass_stats *cpu_pass;     /* [n_cpus], cumulative */
+	struct ftrace_cpu_stats *start_stats;   /* [n_cpus], at start */
+
+	bool attached;
+	bool started;
+	bool ever_started;
+	uint64_t passes;
+	uint32_t read_errors_mask;      /* 1u << FtraceParseStatus for read failures */
+};
+
+/* ---- the reader: what the drain calls in each pass ------------------------ */
+
+static struct ftrace_ds *ds_of(struct ftrace_drain_reader *r)
+{
+	return (struct ftrace_ds *)((char *)r - offsetof(struct ftrace_ds, reader));
+}
+
+static void reader_pass_begin(struct ftrace_drain_reader *r, enum ftrace_clock clock, int64_t ftrace_ts,
+			      int64_t boot_ts)
+{
+	ftrace_parser_set_clock(ds_of(r)->parser, clock, ftrace_ts, boot_ts);
+}
+
+static void reader_batch_begin(struct ftrace_drain_reader *r, unsigned cpu, size_t page_size)
+{
+	struct ftrace_ds *ds = ds_of(r);
+
+	(void)ftrace_parser_batch_begin(ds->parser, cpu, page_size, ds->writer,
+					&ds->cpu_state[cpu], ds->pids, &ds->cpu_pass[cpu]);
+}
+
+static void reader_batch_page(struct ftrace_drain_reader *r, const uint8_t *page)
+{
+	ftrace_parser_batch_page(ds_of(r)->parser, page);
+}
+
+static void reader_batch_end(struct ftrace_drain_reader *r)
+{
+	(void)ftrace_parser_batch_end(ds_of(r)->parser);
+}
+
+static void reader_read_error(struct ftrace_drain_reader *r, int status)
+{
+	if (status > 0 && status < 32)
+		ds_of(r)->read_errors_mask |= 1u << status;
+}
+
+static void reader_pass_end(struct ftrace_drain_reader *r)
+{
+	struct ftrace_ds *ds = ds_of(r);
+
+	ds->passes++;
+	if (ds->hooks.pass_done)
+		ds->hooks.pass_done(ds, ds->pids, ds->userdata);
+	ftrace_pidset_clear(ds->pids);
+}
+
+static void reader_release(struct ftrace_drain_reader *r)
+{
+	ftrace_ds_free(ds_of(r));
+}
+
+static const struct ftrace_drain_reader_ops reader_ops = {
+	.pass_begin = reader_pass_begin,
+	.batch_begin = reader_batch_begin,
+	.batch_page = reader_batch_page,
+	.batch_end = reader_batch_end,
+	.read_error = reader_read_error,
+	.pass_end = reader_pass_end,
+	.release = reader_release,
+};
+
+/* ---- lifecycle ------------------------------------------------------------ */
 
 static void ds_freep(struct ftrace_ds **ds)
 {
@@ -50,12 +155,12 @@ static int add_failed(struct ftrace_ds *ds, const struct ftrace_event_name *e, c
 	if (!n)
 		return -ENOMEM;
 	ds->failed = n;
-	ds->failed[ds->n_failed] = ftrace_strdup_printf("%s/%s", e->group, e->name);
+	ds->failed[ds->n_failed] = strdup_printf("%s/%s", e->group, e->name);
 	if (!ds->failed[ds->n_failed])
 		return -ENOMEM;
 	ds->n_failed++;
-	line = ftrace_strdup_printf("failed to enable ftrace event %s/%s: %s", e->group, e->name, why);
-	return line ? ftrace_append_line(&ds->warnings, line) : -ENOMEM;
+	line = strdup_printf("failed to enable ftrace event %s/%s: %s", e->group, e->name, why);
+	return line ? str_append_line(&ds->warnings, line) : -ENOMEM;
 }
 
 /*
@@ -72,7 +177,7 @@ static int load_events(struct ftrace_ds *ds)
 		const struct ftrace_event_name *e = c->events[i];
 		int id;
 
-		r = ftrace_format_table_load_event(ds->inst->table, e->group, e->name, &id);
+		r = ftrace_format_table_load_event(ftrace_drain_format_table(ds->drain), e->group, e->name, &id);
 		if (r == -ENOMEM)
 			return r;
 		if (r >= 0) {
@@ -158,20 +263,21 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 		ds->hooks = *hooks;
 	ds->userdata = userdata;
 
-	r = ftrace_host_get_inst(h, inst_name, &ds->inst, ret_error);
+	r = ftrace_host_get_drain(h, inst_name, &ds->drain, ret_error);
 	if (r < 0)
 		return r;
-	/* Linked from here on so that freeing it on failure releases the directory. */
-	ds->next = ds->inst->sessions;
-	ds->inst->sessions = ds;
-	n_cpus = ds->inst->n_cpus;
+	/* Attached from here on so that freeing it on failure releases the directory. */
+	ds->reader.ops = &reader_ops;
+	ftrace_drain_add_reader(ds->drain, &ds->reader);
+	ds->tfs = ftrace_drain_tracefs(ds->drain);
+	ds->n_cpus = n_cpus = ftrace_drain_n_cpus(ds->drain);
 
 	/* Only what the config can name: the full list is thousands of events. */
-	r = ftrace_tracefs_read_available(ds->inst->tfs, (const char *const *)cfg->ftrace_events,
+	r = ftrace_tracefs_read_available(ds->tfs, (const char *const *)cfg->ftrace_events,
 					  cfg->n_ftrace_events, &ds->avail);
 	if (r < 0) {
-		ftrace_set_error(ret_error, ftrace_strdup_printf("read %s/available_events: %s",
-								 ftrace_tracefs_path(ds->inst->tfs), strerror(-r)));
+		set_error_text(ret_error, strdup_printf("read %s/available_events: %s",
+								 ftrace_tracefs_path(ds->tfs), strerror(-r)));
 		return r;
 	}
 	r = ftrace_config_resolve(cfg, ds->avail, ram_bytes(), &ds->cfg, ret_error);
@@ -188,7 +294,7 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 		.generic_dense = ds->cfg->denser_generic_events,
 		.disable_generic_events = ds->cfg->disable_generic_events,
 	};
-	r = ftrace_parser_new(ds->inst->table, &po, &ds->parser);
+	r = ftrace_parser_new(ftrace_drain_format_table(ds->drain), &po, &ds->parser);
 	if (r < 0)
 		return r;
 	r = load_events(ds);
@@ -218,16 +324,16 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 		.preserve = ds->cfg->preserve,
 		.mono_raw = ds->cfg->mono_raw,
 	};
-	r = ftrace_tracefs_attach(ds->inst->tfs, &tp, ret_error);
+	r = ftrace_tracefs_attach(ds->tfs, &tp, ret_error);
 	if (r < 0)
 		return r;
 	ds->attached = true;
 
-	r = ftrace_tracefs_enable_events(ds->inst->tfs, ds->cfg->events, ds->cfg->n_events, ds->enabled,
+	r = ftrace_tracefs_enable_events(ds->tfs, ds->cfg->events, ds->cfg->n_events, ds->enabled,
 					 &enable_errors);
 	if (r < 0) {
-		ftrace_set_error(ret_error, ftrace_strdup_printf("enable ftrace events in %s: %s",
-								 ftrace_tracefs_path(ds->inst->tfs), strerror(-r)));
+		set_error_text(ret_error, strdup_printf("enable ftrace events in %s: %s",
+								 ftrace_tracefs_path(ds->tfs), strerror(-r)));
 		return r;
 	}
 	for (size_t i = 0; i < ds->cfg->n_events; i++) {
@@ -237,7 +343,7 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 		if (r < 0)
 			return r;
 	}
-	if (enable_errors && ftrace_append_line(&ds->warnings, enable_errors) < 0)
+	if (enable_errors && str_append_line(&ds->warnings, enable_errors) < 0)
 		return -ENOMEM;
 
 	*ret = TAKE_PTR(ds);
@@ -261,37 +367,36 @@ static void write_stats_packet(struct ftrace_ds *ds, const struct ftrace_stats_m
 
 static void snapshot_stats(struct ftrace_ds *ds, struct ftrace_cpu_stats *out)
 {
-	struct ftrace_inst *in = ds->inst;
-
-	for (unsigned cpu = 0; cpu < in->n_cpus; cpu++) {
+	for (unsigned cpu = 0; cpu < ds->n_cpus; cpu++) {
 		out[cpu] = (struct ftrace_cpu_stats){ .cpu = cpu };
 		/* An absent CPU stays present == 0 and is left out of the packet. */
-		if (ftrace_stats_read(in->tfs, cpu, &out[cpu]) < 0)
+		if (ftrace_stats_read(ds->tfs, cpu, &out[cpu]) < 0)
 			out[cpu].present = 0;
 	}
 }
 
 int ftrace_ds_start(struct ftrace_ds *ds)
 {
-	struct ftrace_inst *in;
 	int r;
 
 	if (!ds)
 		return -EINVAL;
 	if (ds->started)
 		return -EALREADY;
-	in = ds->inst;
 
-	r = ftrace_inst_open_cpus(in);
+	r = ftrace_drain_open_cpus(ds->drain);
 	if (r < 0)
 		return r;
-	r = ftrace_tracefs_activate(in->tfs, ds->cfg->drain_buffer_percent);
+	r = ftrace_tracefs_activate(ds->tfs, ds->cfg->drain_buffer_percent);
 	if (r < 0)
 		return r;
 	snapshot_stats(ds, ds->start_stats);
-	memset(ds->cpu_pass, 0, in->n_cpus * sizeof(*ds->cpu_pass));
+	memset(ds->cpu_pass, 0, ds->n_cpus * sizeof(*ds->cpu_pass));
 	ds->started = true;
 	ds->ever_started = true;
+	ds->reader.period_ms = ds->cfg->drain_period_ms;
+	ds->reader.buffer_percent = ds->cfg->drain_buffer_percent;
+	ds->reader.started = true;
 
 	if (ds->cfg->preserve) {
 		struct ftrace_stats_msg m = { .phase = FTRACE_STATS_PHASE_START, .preserve_ftrace_buffer = true };
@@ -302,10 +407,11 @@ int ftrace_ds_start(struct ftrace_ds *ds)
 	r = ftrace_host_update_timer(ds->host);
 	if (r < 0) {
 		ds->started = false;
-		(void)ftrace_tracefs_deactivate(in->tfs);
+		ds->reader.started = false;
+		(void)ftrace_tracefs_deactivate(ds->tfs);
 		return r;
 	}
-	ftrace_inst_arm_wake(in);
+	ftrace_drain_arm_wake(ds->drain);
 	return 0;
 }
 
@@ -313,7 +419,7 @@ static uint32_t parse_errors_mask(const struct ftrace_ds *ds)
 {
 	uint32_t m = ds->read_errors_mask;
 
-	for (unsigned cpu = 0; cpu < ds->inst->n_cpus; cpu++)
+	for (unsigned cpu = 0; cpu < ds->n_cpus; cpu++)
 		m |= ds->cpu_pass[cpu].parse_errors_mask;
 	return m;
 }
@@ -328,14 +434,12 @@ static uint32_t kb_to_pages(uint32_t kb, size_t page_size)
 int ftrace_ds_flush(struct ftrace_ds *ds)
 {
 	_cleanup_free_ struct ftrace_cpu_stats *now = NULL;
-	struct ftrace_inst *in;
 	struct ftrace_stats_msg m;
 	uint32_t kb = 0;
 	int r;
 
 	if (!ds)
 		return -EINVAL;
-	in = ds->inst;
 	if (!ds->started) {
 		smb_writer_flush(ds->writer);
 		return 0;
@@ -346,13 +450,13 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	 * as read is then in a bundle before the END packet (Perfetto samples
 	 * just before its last read, so its counts are off by a few events).
 	 */
-	r = ftrace_inst_read_pass(in, /* flush= */ true, NULL);
+	r = ftrace_drain_pass(ds->drain, /* flush= */ true, NULL);
 
-	(void)ftrace_tracefs_read_buffer_kb(in->tfs, &kb);
+	(void)ftrace_tracefs_read_buffer_kb(ds->tfs, &kb);
 	m = (struct ftrace_stats_msg){
 		.phase = FTRACE_STATS_PHASE_START,
 		.cpu = ds->start_stats,
-		.n_cpu = in->n_cpus,
+		.n_cpu = ds->n_cpus,
 		.unknown_events = ds->cfg->unknown,
 		.n_unknown = ds->cfg->n_unknown,
 		.failed_events = ds->failed,
@@ -360,16 +464,16 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 		.preserve_ftrace_buffer = ds->cfg->preserve,
 		.cpu_buffer_size_pages = kb_to_pages(kb, (size_t)sysconf(_SC_PAGESIZE)),
 		.cached_cpu_buffer_size_pages =
-			kb_to_pages(ftrace_tracefs_cached_buffer_kb(in->tfs), (size_t)sysconf(_SC_PAGESIZE)),
+			kb_to_pages(ftrace_tracefs_cached_buffer_kb(ds->tfs), (size_t)sysconf(_SC_PAGESIZE)),
 	};
 	write_stats_packet(ds, &m);
 
-	now = calloc(in->n_cpus, sizeof(*now));
+	now = calloc(ds->n_cpus, sizeof(*now));
 	if (now)
 		snapshot_stats(ds, now);
 	m.phase = FTRACE_STATS_PHASE_END;
 	m.cpu = now;
-	m.n_cpu = now ? in->n_cpus : 0;
+	m.n_cpu = now ? ds->n_cpus : 0;
 	m.unknown_events = NULL;
 	m.n_unknown = 0;
 	m.failed_events = NULL;
@@ -384,27 +488,20 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 
 struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds)
 {
-	struct ftrace_inst *in;
-
 	if (!ds)
 		return NULL;
-	in = ds->inst;
-	if (in) {
+	if (ds->drain) {
 		if (ds->started) {
 			ds->started = false;
-			(void)ftrace_tracefs_deactivate(in->tfs);
+			(void)ftrace_tracefs_deactivate(ds->tfs);
 		}
-		for (struct ftrace_ds **p = &in->sessions; *p; p = &(*p)->next)
-			if (*p == ds) {
-				*p = ds->next;
-				break;
-			}
+		ftrace_drain_remove_reader(ds->drain, &ds->reader);
 		if (ds->attached) {
-			ftrace_tracefs_release_events(in->tfs, ds->cfg->events, ds->cfg->n_events, ds->enabled);
-			(void)ftrace_tracefs_detach(in->tfs);
+			ftrace_tracefs_release_events(ds->tfs, ds->cfg->events, ds->cfg->n_events, ds->enabled);
+			(void)ftrace_tracefs_detach(ds->tfs);
 		}
-		ftrace_inst_arm_wake(in);
-		ftrace_host_put_inst(in);
+		ftrace_drain_arm_wake(ds->drain);
+		ftrace_host_put_drain(ds->host, ds->drain);
 		(void)ftrace_host_update_timer(ds->host);
 	}
 
@@ -449,15 +546,13 @@ int ftrace_ds_get_summary(struct ftrace_ds *ds, struct ftrace_ds_summary **ret)
 {
 	_cleanup_free_ struct ftrace_cpu_stats *now = NULL;
 	struct ftrace_ds_summary *s;
-	struct ftrace_inst *in;
 
 	if (!ds || !ret)
 		return -EINVAL;
 	if (!ds->ever_started)
 		return -ESTALE;
-	in = ds->inst;
-	now = calloc(in->n_cpus, sizeof(*now));
-	s = calloc(1, sizeof(*s) + in->n_cpus * sizeof(s->cpu[0]));
+	now = calloc(ds->n_cpus, sizeof(*now));
+	s = calloc(1, sizeof(*s) + ds->n_cpus * sizeof(s->cpu[0]));
 	if (!now || !s) {
 		free(s);
 		return -ENOMEM;
@@ -467,8 +562,8 @@ int ftrace_ds_get_summary(struct ftrace_ds *ds, struct ftrace_ds_summary **ret)
 	s->passes = ds->passes;
 	s->n_unknown_events = (unsigned)ds->cfg->n_unknown;
 	s->n_failed_events = (unsigned)ds->n_failed;
-	s->n_cpus = in->n_cpus;
-	for (unsigned cpu = 0; cpu < in->n_cpus; cpu++) {
+	s->n_cpus = ds->n_cpus;
+	for (unsigned cpu = 0; cpu < ds->n_cpus; cpu++) {
 		const struct ftrace_pass_stats *p = &ds->cpu_pass[cpu];
 		const struct ftrace_cpu_stats *a = &ds->start_stats[cpu], *b = &now[cpu];
 		struct ftrace_cpu_summary *c = &s->cpu[cpu];

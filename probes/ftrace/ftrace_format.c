@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ftrace_format - event formats of one tracefs instance, parsed once with
- * libtraceevent, plus what hangs off them: cached translations, the dynamic
- * field-id counter of generic events, the compact_sched layout and the
- * printk_formats map.  Setup-time code: allocates and reads files freely.
+ * libtraceevent, and the printk_formats map.  What is derived from the
+ * formats (translations, generic field ids, the compact_sched layout) is
+ * ftrace_translate.c's: the table only keeps it, as an opaque cache freed
+ * with the table.  Setup-time code: allocates and reads files freely.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,14 +32,12 @@ struct ftrace_format_table {
 	struct tep_handle *tep;
 	unsigned commit_size;
 
-	/* Indexed by kernel event id; grown on load. */
-	struct ftrace_event_tr **trs;
-	size_t n_trs;
+	/* Highest kernel event id loaded: ids above were never added. */
+	int max_id;
 
-	uint32_t next_dyn_id;
-
-	bool compact_resolved;
-	struct ftrace_compact_format compact;
+	/* Owned by the layer above (ftrace_translate.c), freed with the table. */
+	void *cache;
+	void (*free_cache)(void *cache);
 
 	bool printk_loaded;
 	char *printk_text;
@@ -79,7 +78,6 @@ static int table_alloc(const char *header_page, size_t len, int dirfd,
 	t->dirfd = dirfd;
 	t->tep = TAKE_PTR(tep);
 	t->commit_size = (unsigned)commit_size;
-	t->next_dyn_id = FTRACE_DYN_FIELD_BASE;
 	*ret = t;
 	return 0;
 }
@@ -117,9 +115,8 @@ struct ftrace_format_table *ftrace_format_table_free(struct ftrace_format_table 
 {
 	if (!t)
 		return NULL;
-	for (size_t i = 0; i < t->n_trs; i++)
-		ftrace_event_tr_free(t->trs[i]);
-	free(t->trs);
+	if (t->free_cache)
+		t->free_cache(t->cache);
 	free(t->printk);
 	free(t->printk_text);
 	if (t->tep)
@@ -141,31 +138,12 @@ static bool name_ok(const char *s)
 	return s && *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
 }
 
-static int grow_trs(struct ftrace_format_table *t, int id)
-{
-	struct ftrace_event_tr **n;
-	size_t want = (size_t)id + 1;
-
-	if (want <= t->n_trs)
-		return 0;
-	want = MAX(want, t->n_trs * 2);
-	want = MIN(want, (size_t)FTRACE_MAX_EVENT_ID + 1);
-	n = realloc(t->trs, want * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	memset(n + t->n_trs, 0, (want - t->n_trs) * sizeof(*n));
-	t->trs = n;
-	t->n_trs = want;
-	return 0;
-}
-
 int ftrace_format_table_add_format(struct ftrace_format_table *t, const char *group,
 				   const char *name, const char *format_text, int *ret_event_id)
 {
 	_cleanup_free_ char *copy = NULL;
 	struct tep_event *ev = NULL;
 	size_t len;
-	int r;
 
 	if (!t || !name_ok(group) || !name_ok(name) || !format_text)
 		return -EINVAL;
@@ -185,9 +163,7 @@ int ftrace_format_table_add_format(struct ftrace_format_table *t, const char *gr
 	}
 	if (ev->id <= 0 || ev->id > FTRACE_MAX_EVENT_ID)
 		return -EBADMSG;
-	r = grow_trs(t, ev->id);
-	if (r < 0)
-		return r;
+	t->max_id = MAX(t->max_id, ev->id);
 	if (ret_event_id)
 		*ret_event_id = ev->id;
 	return 0;
@@ -216,7 +192,7 @@ int ftrace_format_table_load_event(struct ftrace_format_table *t, const char *gr
 
 struct tep_event *ftrace_format_table_tep_event(const struct ftrace_format_table *t, int id)
 {
-	if (id <= 0 || (size_t)id >= t->n_trs)
+	if (id <= 0 || id > t->max_id)
 		return NULL;
 	return tep_find_event(t->tep, id);
 }
@@ -228,31 +204,23 @@ const char *ftrace_format_table_group(const struct ftrace_format_table *t, int i
 	return ev ? ev->system : NULL;
 }
 
-struct ftrace_event_tr **ftrace_format_table_tr_slot(struct ftrace_format_table *t, int id)
+int ftrace_format_table_max_id(const struct ftrace_format_table *t)
 {
-	if (id <= 0 || (size_t)id >= t->n_trs)
-		return NULL;
-	return &t->trs[id];
+	return t->max_id;
 }
 
-uint32_t ftrace_format_table_next_dyn_id(struct ftrace_format_table *t)
+void *ftrace_format_table_cache(const struct ftrace_format_table *t)
 {
-	return t->next_dyn_id++;
+	return t->cache;
 }
 
-uint32_t ftrace_format_table_dyn_count(const struct ftrace_format_table *t)
+void ftrace_format_table_set_cache(struct ftrace_format_table *t, void *cache,
+				   void (*free_cache)(void *cache))
 {
-	return t->next_dyn_id - FTRACE_DYN_FIELD_BASE;
-}
-
-const struct ftrace_compact_format *ftrace_format_table_compact(struct ftrace_format_table *t)
-{
-	if (!t->compact_resolved) {
-		/* Failure (formats absent or unexpected) leaves valid=false. */
-		(void)ftrace_translate_compact(t, &t->compact);
-		t->compact_resolved = true;
-	}
-	return &t->compact;
+	if (t->free_cache)
+		t->free_cache(t->cache);
+	t->cache = cache;
+	t->free_cache = free_cache;
 }
 
 /* ---- printk_formats ------------------------------------------------------ */

@@ -152,10 +152,10 @@ int ftrace_format_table_add_format(struct ftrace_format_table *t, const char *gr
 unsigned ftrace_format_table_commit_size(const struct ftrace_format_table *t);
 
 /**
- * ftrace_format_table_event_is_typed - whether Perfetto v58.2 has a
+ * ftrace_translate_is_typed - whether Perfetto v58.2 has a
  * compiled-in message for @group/@name (else it is a generic event).
  */
-bool ftrace_format_table_event_is_typed(const char *group, const char *name);
+bool ftrace_translate_is_typed(const char *group, const char *name);
 
 /* ---- parser (per data-source session) --------------------------------- */
 

@@ -2,8 +2,8 @@
 #pragma once
 
 /*
- * Internals of the ftrace data path shared by ftrace_page.c,
- * ftrace_format.c, ftrace_translate.c, ftrace_bundle.c and
+ * Internals of the ftrace data path shared by ftrace_format.c,
+ * ftrace_translate.c, ftrace_parser.c, ftrace_bundle.c and
  * ftrace_compact.c.  Not for the control side: it uses ftrace_parse.h.
  */
 
@@ -12,107 +12,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "probes/ftrace/ftrace_page.h"
 #include "probes/ftrace/ftrace_parse.h"
+#include "util/util_varint.h"
 
 struct tep_handle;
 struct tep_event;
-
-/* ---- ring-buffer record walker ----------------------------------------- */
-
-/* Record header type_len values (kernel ring_buffer.h). */
-#define FTRACE_RB_TYPE_PADDING 29
-#define FTRACE_RB_TYPE_TIME_EXTEND 30
-#define FTRACE_RB_TYPE_TIME_STAMP 31
-#define FTRACE_RB_TS_SHIFT 27
-
-/* Longest record whose length is in its header: header word + 4 * 28. */
-#define FTRACE_RB_MAX_SHORT_RECORD (4u + 4u * (FTRACE_RB_TYPE_PADDING - 1u))
-
-struct ftrace_page_iter {
-	const uint8_t *ptr;
-	const uint8_t *end;     /* end of the committed data */
-	/* Records starting before this one fit whole whatever their header
-	 * says: ptr itself when the data is shorter than that. */
-	const uint8_t *fast_end;
-	uint64_t ts;
-};
-
-/* One data record: the bytes after the record header (and length word). */
-struct ftrace_record {
-	const uint8_t *data;
-	uint32_t len;
-	uint16_t event_id;
-	uint64_t ts;
-};
-
-static inline void ftrace_page_iter_init(struct ftrace_page_iter *it, const uint8_t *data,
-					 uint32_t data_size, uint64_t page_ts)
-{
-	it->ptr = data;
-	it->end = data + data_size;
-	it->fast_end = data_size >= FTRACE_RB_MAX_SHORT_RECORD ?
-		       it->end - FTRACE_RB_MAX_SHORT_RECORD : data;
-	it->ts = page_ts;
-}
-
-static inline uint32_t ftrace_rd32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-/**
- * ftrace_page_next_slow - ftrace_page_next() for any record, every read
- * checked against it->end (ftrace_page.c).  Out of line: it runs for the
- * last few records of a page and for the rare non-data ones.
- */
-int ftrace_page_next_slow(struct ftrace_page_iter *it, struct ftrace_record *rec);
-
-/*
- * ftrace_page_next - step to the next data record.  Padding, time-extend
- * and absolute-time records are consumed here.  Every read is checked
- * against it->end; a malformed record stops the walk for this page.
- * Returns: 1 with @rec filled, 0 at the end of the data, or
- * -FTRACE_STATUS_* for a layout error.
- */
-static inline int ftrace_page_next(struct ftrace_page_iter *it, struct ftrace_record *rec)
-{
-	const uint8_t *p = it->ptr;
-
-	/*
-	 * Most records are data with their length in type_len, and start more
-	 * than the longest of those before the end: none of the checks of the
-	 * slow path can fail for them (header, length and id all lie inside
-	 * the data), so they cost one comparison.
-	 */
-	if (__builtin_expect(p < it->fast_end, 1)) {
-		uint32_t hdr = ftrace_rd32(p);
-		uint32_t type_len = hdr & 0x1f;
-
-		if (__builtin_expect(type_len - 1u < FTRACE_RB_TYPE_PADDING - 1u, 1)) {
-			p += 4;
-			it->ts += hdr >> 5;
-			rec->event_id = (uint16_t)(p[0] | (p[1] << 8));
-			rec->data = p;
-			rec->len = 4 * type_len;
-			rec->ts = it->ts;
-			it->ptr = p + 4 * type_len;
-			return 1;
-		}
-	}
-	/* Through copies: the caller's iterator and record then never have
-	 * their address taken, and stay in registers in its loop. */
-	struct ftrace_page_iter tmp = *it;
-	struct ftrace_record r;
-	int ret = ftrace_page_next_slow(&tmp, &r);
-
-	*it = tmp;
-	if (ret > 0)
-		*rec = r;
-	return ret;
-}
 
 /* ---- translations -------------------------------------------------------- */
 
@@ -200,15 +105,17 @@ struct ftrace_compact_format {
 struct tep_event *ftrace_format_table_tep_event(const struct ftrace_format_table *t, int id);
 const char *ftrace_format_table_group(const struct ftrace_format_table *t, int id);
 
-/* Cached translations, owned by the table (built once, shared by parsers). */
-struct ftrace_event_tr **ftrace_format_table_tr_slot(struct ftrace_format_table *t, int id);
+/* Highest event id loaded so far (0: none). */
+int ftrace_format_table_max_id(const struct ftrace_format_table *t);
 
-/* Next dynamic id for a generic event of this instance (65536, 65537...). */
-uint32_t ftrace_format_table_next_dyn_id(struct ftrace_format_table *t);
-uint32_t ftrace_format_table_dyn_count(const struct ftrace_format_table *t);
-
-/* sched_switch/sched_waking layout, resolved on first use. */
-const struct ftrace_compact_format *ftrace_format_table_compact(struct ftrace_format_table *t);
+/*
+ * The cache of the layer above (ftrace_translate.c), kept with the table so
+ * that every parser of one instance shares it: set once, freed with
+ * @free_cache when the table is freed (or the cache replaced).
+ */
+void *ftrace_format_table_cache(const struct ftrace_format_table *t);
+void ftrace_format_table_set_cache(struct ftrace_format_table *t, void *cache,
+				   void (*free_cache)(void *cache));
 
 /* printk_formats: address -> string, loaded on first use. */
 int ftrace_format_table_load_printk(struct ftrace_format_table *t);
@@ -219,17 +126,20 @@ const char *ftrace_format_table_printk_lookup(const struct ftrace_format_table *
 
 /**
  * ftrace_translate_get - the translation of event @id of @t: typed when
- * the table of known events has it, else generic.  Cached in the table.
+ * the table of known events has it, else generic.  Built once per table
+ * and shared by its parsers: a generic event keeps the dynamic field id
+ * (65536, 65537... in the order first asked for) it got first.
+ * Returns: 0, -ENOENT for an id the table has not loaded, -ENOMEM.
  */
 int ftrace_translate_get(struct ftrace_format_table *t, int id, const struct ftrace_event_tr **ret);
-struct ftrace_event_tr *ftrace_event_tr_free(struct ftrace_event_tr *tr);
 
 /**
- * ftrace_translate_compact - check sched_switch/sched_waking of @t (loading
- * their formats) against the layout compact_sched assumes.
- * Returns: 0 with @ret->valid set, or -errno (then @ret->valid is false).
+ * ftrace_translate_compact - the sched_switch/sched_waking layout of @t
+ * (their formats loaded on first use), checked against the one
+ * compact_sched assumes; resolved once per table.  Never NULL: ->valid is
+ * false when the formats are absent or unexpected.
  */
-int ftrace_translate_compact(struct ftrace_format_table *t, struct ftrace_compact_format *ret);
+const struct ftrace_compact_format *ftrace_translate_compact(struct ftrace_format_table *t);
 
 /* ---- compact_sched columns (ftrace_compact.c) -------------------------- */
 
@@ -298,57 +208,17 @@ static inline void ftrace_compact_buf_reset(struct ftrace_compact_buf *b)
 }
 
 /*
- * Room kept past the end of each column for ftrace_put_varint(), which
- * stores a three-byte value as a four-byte word (the next value
- * overwrites the extra byte).
+ * Room kept past the end of each column for varint_put(), which stores a
+ * three-byte value as a four-byte word (the next value overwrites the
+ * extra byte).
  */
 #define FTRACE_COMPACT_COL_SLACK 8u
-
-/*
- * A varint, with the short ones (most values) written without a loop.
- * Up to four bytes, the encoding is computed as one little-endian word
- * rather than byte by byte: for v = a + 2^7 b + 2^14 c + 2^21 d (digits
- * below 128), a + 2^8 b + 2^16 c + 2^24 d is v plus the masked parts of v
- * that move each digit up to its byte; the continuation bits are added.
- */
-static inline uint8_t *ftrace_put_varint(uint8_t *p, uint64_t v)
-{
-	if (__builtin_expect(v < 0x80, 1)) {
-		p[0] = (uint8_t)v;
-		return p + 1;
-	}
-	if (v < 0x4000) {
-		uint16_t w = (uint16_t)(v + (v & 0x3f80) + 0x80);
-
-		memcpy(p, &w, 2);
-		return p + 2;
-	}
-	if (v < 0x200000) {
-		uint32_t w = (uint32_t)(v + (v & 0x1fff80) + ((v & 0x1fc000) << 1) + 0x8080);
-
-		memcpy(p, &w, 4);
-		return p + 3;
-	}
-	if (v < 0x10000000) {
-		uint32_t w = (uint32_t)(v + (v & 0xfffff80) + ((v & 0xfffc000) << 1) +
-					((v & 0xfe00000) << 2) + 0x808080);
-
-		memcpy(p, &w, 4);
-		return p + 4;
-	}
-	do {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	} while (v >= 0x80);
-	*p++ = (uint8_t)v;
-	return p;
-}
 
 /* Append @v to column @c (int32 values are sign-extended first, as protobuf does). */
 static inline void ftrace_compact_put(struct ftrace_compact_buf *b, enum ftrace_compact_col c,
 				      uint64_t v)
 {
-	b->cur[c] = ftrace_put_varint(b->cur[c], v);
+	b->cur[c] = varint_put(b->cur[c], v);
 }
 
 /* Same, for columns whose values are seldom below 128 (timestamp deltas,
@@ -365,7 +235,7 @@ static inline void ftrace_compact_put_wide(struct ftrace_compact_buf *b, enum ft
 		b->cur[c] = p + 2;
 		return;
 	}
-	b->cur[c] = ftrace_put_varint(p, v);
+	b->cur[c] = varint_put(p, v);
 }
 
 static inline bool ftrace_compact_buf_empty(const struct ftrace_compact_buf *b)

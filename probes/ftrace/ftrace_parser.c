@@ -101,7 +101,7 @@ static void update_compact(struct ftrace_parser *p)
 	p->compact_waking_id = -1;
 	if (!p->opts.compact_sched)
 		return;
-	cf = ftrace_format_table_compact(p->t);
+	cf = ftrace_translate_compact(p->t);
 	if (!cf->valid || (size_t)cf->switch_id >= p->n_ids || !p->by_id[cf->switch_id])
 		return;
 	p->cf = cf;

@@ -7,7 +7,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,45 +26,6 @@
 
 #define TRACEFS_PRIMARY "/sys/kernel/tracing"
 #define TRACEFS_DEBUGFS "/sys/kernel/debug/tracing"
-
-#define strdup_printf ftrace_strdup_printf
-#define set_error ftrace_set_error
-
-char *ftrace_strdup_printf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
-}
-
-void ftrace_set_error(char **ret_error, char *msg)
-{
-	if (ret_error) {
-		free(*ret_error);
-		*ret_error = msg;
-	} else {
-		free(msg);
-	}
-}
-
-int ftrace_append_line(char **buf, const char *line)
-{
-	size_t old = *buf ? strlen(*buf) : 0, add = strlen(line);
-	char *n = realloc(*buf, old + add + 2);
-
-	if (!n)
-		return -ENOMEM;
-	memcpy(n + old, line, add);
-	n[old + add] = '\n';
-	n[old + add + 1] = 0;
-	*buf = n;
-	return 0;
-}
 
 static bool is_tracefs(const char *path)
 {
@@ -88,11 +48,11 @@ int ftrace_tracefs_find_root(char **ret_root, char **ret_error)
 
 	if (!root) {
 		if (geteuid() != 0) {
-			set_error(ret_error, strdup_printf("tracefs is not mounted at " TRACEFS_PRIMARY
+			set_error_text(ret_error, strdup_printf("tracefs is not mounted at " TRACEFS_PRIMARY
 							   " and only root can mount it"));
 			return -EACCES;
 		}
-		set_error(ret_error, strdup_printf("no tracefs at " TRACEFS_PRIMARY " or " TRACEFS_DEBUGFS
+		set_error_text(ret_error, strdup_printf("no tracefs at " TRACEFS_PRIMARY " or " TRACEFS_DEBUGFS
 						   " and mounting it failed"));
 		return -ENODEV;
 	}
@@ -108,7 +68,7 @@ int ftrace_tracefs_find_root(char **ret_root, char **ret_error)
 		int r = negative_errno();
 
 		if (r == -EACCES || r == -EPERM) {
-			set_error(ret_error, strdup_printf("no permission to write to %s: running as uid %u, "
+			set_error_text(ret_error, strdup_printf("no permission to write to %s: running as uid %u, "
 							   "tracefs needs root",
 							   root, (unsigned)geteuid()));
 			return r;
@@ -143,7 +103,7 @@ int ftrace_tracefs_open(const char *root, const char *instance_name, const char 
 	if (!root || root[0] != '/')
 		return -EINVAL;
 	if (instance_name && !ftrace_instance_name_valid(instance_name)) {
-		set_error(ret_error, strdup_printf("invalid ftrace instance name"));
+		set_error_text(ret_error, strdup_printf("invalid ftrace instance name"));
 		return -EINVAL;
 	}
 
@@ -166,15 +126,15 @@ int ftrace_tracefs_open(const char *root, const char *instance_name, const char 
 	if (t->dirfd < 0) {
 		r = negative_errno();
 		if (r == -ENOENT && instance_name)
-			set_error(ret_error, strdup_printf("ftrace instance '%s' does not exist (create %s first)",
+			set_error_text(ret_error, strdup_printf("ftrace instance '%s' does not exist (create %s first)",
 							   instance_name, t->path));
 		else
-			set_error(ret_error, strdup_printf("cannot open %s: %s", t->path, strerror(-r)));
+			set_error_text(ret_error, strdup_printf("cannot open %s: %s", t->path, strerror(-r)));
 		return r;
 	}
 	if (faccessat(t->dirfd, "tracing_on", W_OK, 0) < 0) {
 		r = negative_errno();
-		set_error(ret_error, strdup_printf("cannot write to %s/tracing_on: %s%s", t->path, strerror(-r),
+		set_error_text(ret_error, strdup_printf("cannot write to %s/tracing_on: %s%s", t->path, strerror(-r),
 						   r == -EACCES || r == -EPERM ? " (tracefs needs root)" : ""));
 		return r;
 	}
@@ -201,8 +161,14 @@ struct ftrace_tracefs *ftrace_tracefs_free(struct ftrace_tracefs *t)
 {
 	if (!t)
 		return NULL;
-	ftrace_tracefs_undo_clear(t);
-	ftrace_tracefs_refs_clear(t);
+	for (size_t i = 0; i < t->n_undo; i++) {
+		free(t->undo[i].file);
+		free(t->undo[i].value);
+	}
+	free(t->undo);
+	for (size_t i = 0; i < t->n_refs; i++)
+		free(t->refs[i].key);
+	free(t->refs);
 	if (t->inst)
 		tracefs_instance_free(t->inst);
 	if (t->dirfd >= 0)
@@ -247,25 +213,6 @@ int ftrace_tracefs_read(struct ftrace_tracefs *t, const char *file, size_t max, 
 	return read_full_fd(fd, max, ret, ret_len);
 }
 
-int ftrace_tracefs_write_fd(int fd, const char *value, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = write(fd, value + done, len - done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return negative_errno();
-		}
-		if (n == 0)
-			return -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /*
  * The last entry of error_log, if it is new since we last looked: the kernel
  * explains EINVAL there for filters, triggers and probes.  An entry we saw
@@ -301,14 +248,14 @@ int ftrace_tracefs_write(struct ftrace_tracefs *t, const char *file, const char 
 	fd = openat(t->dirfd, file, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		r = negative_errno();
-		set_error(ret_error, strdup_printf("open %s/%s: %s", t->path, file, strerror(-r)));
+		set_error_text(ret_error, strdup_printf("open %s/%s: %s", t->path, file, strerror(-r)));
 		return r;
 	}
-	r = ftrace_tracefs_write_fd(fd, value, strlen(value));
+	r = write_all(fd, value, strlen(value));
 	if (r < 0) {
 		_cleanup_free_ char *ktext = r == -EINVAL ? kernel_error_text(t) : NULL;
 
-		set_error(ret_error, strdup_printf("write '%s' to %s/%s: %s%s%s%s", value, t->path, file,
+		set_error_text(ret_error, strdup_printf("write '%s' to %s/%s: %s%s%s%s", value, t->path, file,
 						   strerror(-r), ktext ? " (kernel: " : "",
 						   ktext ? ktext : "", ktext ? ")" : ""));
 		return r;

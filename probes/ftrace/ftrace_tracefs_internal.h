@@ -55,12 +55,6 @@ struct ftrace_tracefs {
 /* Snapshot error_log so that older entries are not blamed on our writes. */
 void ftrace_tracefs_note_kernel_error(struct ftrace_tracefs *t);
 
-void ftrace_tracefs_undo_clear(struct ftrace_tracefs *t);
-void ftrace_tracefs_refs_clear(struct ftrace_tracefs *t);
-
-/* trace_clock text -> the selected clock name ("[boot] ..." -> "boot"), copied into @buf. */
-int ftrace_tracefs_parse_clock(const char *text, char *buf, size_t size);
-
 static inline void ftrace_tracefs_freep(struct ftrace_tracefs **t)
 {
 	ftrace_tracefs_free(*t);

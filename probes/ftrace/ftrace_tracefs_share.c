@@ -18,33 +18,6 @@
 #include "probes/ftrace/ftrace_parse.h"
 #include "probes/ftrace/ftrace_tracefs_internal.h"
 
-static int clock_from_name(const char *n)
-{
-	if (strcmp(n, "boot") == 0)
-		return FTRACE_CLOCK_UNSPECIFIED;
-	if (strcmp(n, "global") == 0)
-		return FTRACE_CLOCK_GLOBAL;
-	if (strcmp(n, "local") == 0)
-		return FTRACE_CLOCK_LOCAL;
-	if (strcmp(n, "mono_raw") == 0)
-		return FTRACE_CLOCK_MONO_RAW;
-	return FTRACE_CLOCK_UNKNOWN;
-}
-
-/* Is @name one of the words of the trace_clock text (bracketed or not)? */
-static bool clock_listed(const char *text, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *p = text; (p = strstr(p, name)); p += n) {
-		char before = p == text ? ' ' : p[-1], after = p[n];
-
-		if ((before == ' ' || before == '[') && (after == ' ' || after == ']' || after == '\n' || !after))
-			return true;
-	}
-	return false;
-}
-
 static int setup_clock(struct ftrace_tracefs *t, bool mono_raw, char **ret_error)
 {
 	static const char *const preferred[] = { "boot", "global", "local" };
@@ -56,21 +29,21 @@ static int setup_clock(struct ftrace_tracefs *t, bool mono_raw, char **ret_error
 	r = ftrace_tracefs_read(t, "trace_clock", 4096, &text, NULL);
 	if (r < 0)
 		return r;
-	r = ftrace_tracefs_parse_clock(text, cur, sizeof(cur));
+	r = ftrace_clock_selected(text, cur, sizeof(cur));
 	if (r < 0)
 		return r;
-	if (mono_raw && clock_listed(text, "mono_raw"))
+	if (mono_raw && ftrace_clock_listed(text, "mono_raw"))
 		want = "mono_raw";
 	for (size_t i = 0; !want && i < ARRAY_SIZE(preferred); i++)
-		if (clock_listed(text, preferred[i]))
+		if (ftrace_clock_listed(text, preferred[i]))
 			want = preferred[i];
 	if (want && strcmp(want, cur) != 0) {
 		r = ftrace_tracefs_write(t, "trace_clock", want, ret_error);
 		if (r < 0)
 			return r;
-		t->clock = clock_from_name(want);
+		t->clock = ftrace_clock_from_name(want);
 	} else {
-		t->clock = clock_from_name(cur);
+		t->clock = ftrace_clock_from_name(cur);
 	}
 	return 0;
 }
@@ -115,8 +88,8 @@ static void read_clock(struct ftrace_tracefs *t)
 	char cur[64];
 
 	if (ftrace_tracefs_read(t, "trace_clock", 4096, &text, NULL) >= 0 &&
-	    ftrace_tracefs_parse_clock(text, cur, sizeof(cur)) >= 0)
-		t->clock = clock_from_name(cur);
+	    ftrace_clock_selected(text, cur, sizeof(cur)) >= 0)
+		t->clock = ftrace_clock_from_name(cur);
 	else
 		t->clock = FTRACE_CLOCK_UNKNOWN;
 }
@@ -139,18 +112,18 @@ static int first_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_pa
 	if (t->state_path && access(t->state_path, F_OK) == 0) {
 		r = ftrace_tracefs_undo_file_replay(t->state_path, false);
 		if (r == 0) {
-			ftrace_set_error(ret_error, ftrace_strdup_printf("%s is in use by another process (see %s)",
+			set_error_text(ret_error, strdup_printf("%s is in use by another process (see %s)",
 									 t->path, t->state_path));
 			return -EBUSY;
 		}
 		if (r == -EBADMSG) {
 			/* Never act on it, keep it for a human, and do not let it block us. */
-			_cleanup_free_ char *bad = ftrace_strdup_printf("%s.bad", t->state_path);
+			_cleanup_free_ char *bad = strdup_printf("%s.bad", t->state_path);
 
 			if (!bad || rename(t->state_path, bad) < 0)
 				return -EBADMSG;
 		} else if (r < 0) {
-			ftrace_set_error(ret_error, ftrace_strdup_printf("restore %s from the leftover %s: %s",
+			set_error_text(ret_error, strdup_printf("restore %s from the leftover %s: %s",
 									 t->path, t->state_path, strerror(-r)));
 			return r;
 		}
@@ -159,13 +132,13 @@ static int first_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_pa
 	if (!p->preserve) {
 		r = ftrace_tracefs_read(t, "current_tracer", 4096, &tracer, NULL);
 		if (r < 0) {
-			ftrace_set_error(ret_error, ftrace_strdup_printf("read %s/current_tracer: %s", t->path,
+			set_error_text(ret_error, strdup_printf("read %s/current_tracer: %s", t->path,
 									 strerror(-r)));
 			return r;
 		}
 		(void)sscanf(tracer, "%63s", tok);
 		if (tracer[0] && tracer[0] != '\n' && strcmp(tok, "nop") != 0) {
-			ftrace_set_error(ret_error, ftrace_strdup_printf("ftrace is in use: %s/current_tracer is '%s'"
+			set_error_text(ret_error, strdup_printf("ftrace is in use: %s/current_tracer is '%s'"
 									 " (expected nop)", t->path, tok));
 			return -EBUSY;
 		}
@@ -183,13 +156,13 @@ static int first_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_pa
 			ftrace_tracefs_note_truncated(t);
 	}
 	if (r < 0) {
-		ftrace_set_error(ret_error, ftrace_strdup_printf("read the current state of %s: %s", t->path,
+		set_error_text(ret_error, strdup_printf("read the current state of %s: %s", t->path,
 								 strerror(-r)));
 		return r;
 	}
 	r = ftrace_tracefs_persist(t);
 	if (r < 0) {
-		ftrace_set_error(ret_error, ftrace_strdup_printf("save undo state to %s: %s", t->state_path,
+		set_error_text(ret_error, strdup_printf("save undo state to %s: %s", t->state_path,
 								 strerror(-r)));
 		return r;
 	}
@@ -205,7 +178,7 @@ static int first_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_pa
 		return r;
 	r = ftrace_tracefs_truncate(t);
 	if (r < 0) {
-		ftrace_set_error(ret_error, ftrace_strdup_printf("clear %s/trace: %s", t->path, strerror(-r)));
+		set_error_text(ret_error, strdup_printf("clear %s/trace: %s", t->path, strerror(-r)));
 		return r;
 	}
 	r = setup_clock(t, p->mono_raw, ret_error);
@@ -392,15 +365,6 @@ static void ref_remove(struct ftrace_tracefs *t, struct ftrace_event_ref *r)
 	t->n_refs--;
 }
 
-void ftrace_tracefs_refs_clear(struct ftrace_tracefs *t)
-{
-	for (size_t i = 0; i < t->n_refs; i++)
-		free(t->refs[i].key);
-	free(t->refs);
-	t->refs = NULL;
-	t->n_refs = t->cap_refs = 0;
-}
-
 static void event_key(const struct ftrace_event_name *e, char *key, size_t size)
 {
 	(void)snprintf(key, size, "%s/%s", e->group, e->name);
@@ -467,10 +431,10 @@ int ftrace_tracefs_enable_events(struct ftrace_tracefs *t, const struct ftrace_e
 		enable_path(ev[i], path, sizeof(path));
 		r = ftrace_tracefs_read(t, path, 64, &state, NULL);
 		if (r < 0) {
-			_cleanup_free_ char *line = ftrace_strdup_printf("%s/%s: %s", ev[i]->group, ev[i]->name,
+			_cleanup_free_ char *line = strdup_printf("%s/%s: %s", ev[i]->group, ev[i]->name,
 									 strerror(-r));
 			if (ret_errors && line)
-				(void)ftrace_append_line(ret_errors, line);
+				(void)str_append_line(ret_errors, line);
 			continue;
 		}
 		if (state[0] == '1') {
@@ -501,7 +465,7 @@ int ftrace_tracefs_enable_events(struct ftrace_tracefs *t, const struct ftrace_e
 		if (r < 0) {
 			ftrace_tracefs_forget(t, path);
 			if (ret_errors && err)
-				(void)ftrace_append_line(ret_errors, err);
+				(void)str_append_line(ret_errors, err);
 			continue;
 		}
 		event_key(ev[i], key, sizeof(key));

@@ -2,7 +2,8 @@
 /*
  * The undo list of a tracefs directory: the old value of every file we
  * change, persisted to a state file before the change so that a restart
- * after SIGKILL can put tracefs back (ftrace_host_recover()).
+ * after SIGKILL can put tracefs back (ftrace_tracefs_undo_replay_dir(), for
+ * ftrace_host_recover()).
  *
  * State file (text, one record per line, written atomically):
  *   traced-probes-ftrace-undo 1
@@ -32,13 +33,6 @@
 #ifndef TRACEFS_MAGIC
 #define TRACEFS_MAGIC 0x74726163
 #endif
-
-const char *ftrace_state_dir(void)
-{
-	const char *e = secure_getenv(FTRACE_STATE_DIR_ENV);
-
-	return e && e[0] == '/' ? e : FTRACE_STATE_DIR_DEFAULT;
-}
 
 static bool value_valid(const char *v)
 {
@@ -82,20 +76,6 @@ static bool undo_file_allowed(const char *f)
 	memcpy(n, a, (size_t)(b - a));
 	n[b - a] = 0;
 	return ftrace_name_valid(g) && ftrace_name_valid(n);
-}
-
-int ftrace_tracefs_parse_clock(const char *text, char *buf, size_t size)
-{
-	const char *a = strchr(text, '['), *b;
-
-	if (!a)
-		return -EBADMSG;
-	b = strchr(++a, ']');
-	if (!b || b == a || (size_t)(b - a) >= size)
-		return -EBADMSG;
-	memcpy(buf, a, (size_t)(b - a));
-	buf[b - a] = 0;
-	return 0;
 }
 
 /* First token of a tracefs value, without a soft-mode '*' suffix. */
@@ -206,7 +186,7 @@ int ftrace_tracefs_remember(struct ftrace_tracefs *t, const char *file)
 	if (strcmp(file, "buffer_size_kb") == 0)
 		return remember_buffer_size(t, s);
 	if (strcmp(file, "trace_clock") == 0) {
-		r = ftrace_tracefs_parse_clock(s, v, sizeof(v));
+		r = ftrace_clock_selected(s, v, sizeof(v));
 		if (r < 0)
 			return r;
 	} else {
@@ -240,17 +220,6 @@ size_t ftrace_tracefs_undo_count(const struct ftrace_tracefs *t)
 	return t->n_undo;
 }
 
-void ftrace_tracefs_undo_clear(struct ftrace_tracefs *t)
-{
-	for (size_t i = 0; i < t->n_undo; i++) {
-		free(t->undo[i].file);
-		free(t->undo[i].value);
-	}
-	free(t->undo);
-	t->undo = NULL;
-	t->n_undo = t->cap_undo = 0;
-}
-
 static int mkdir_parents(const char *dir)
 {
 	_cleanup_free_ char *p = strdup(dir);
@@ -279,7 +248,7 @@ static int write_state_file(const char *path, const char *dir, const char *conte
 	r = mkdir_parents(dir);
 	if (r < 0)
 		return r;
-	tmp = ftrace_strdup_printf("%s.tmp.%d", path, (int)getpid());
+	tmp = strdup_printf("%s.tmp.%d", path, (int)getpid());
 	if (!tmp)
 		return -ENOMEM;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -337,12 +306,12 @@ int ftrace_tracefs_set(struct ftrace_tracefs *t, const char *file, const char *v
 
 	r = ftrace_tracefs_remember(t, file);
 	if (r < 0) {
-		ftrace_set_error(ret_error, ftrace_strdup_printf("read %s/%s: %s", t->path, file, strerror(-r)));
+		set_error_text(ret_error, strdup_printf("read %s/%s: %s", t->path, file, strerror(-r)));
 		return r;
 	}
 	r = ftrace_tracefs_persist(t);
 	if (r < 0) {
-		ftrace_set_error(ret_error, ftrace_strdup_printf("save undo state to %s: %s",
+		set_error_text(ret_error, strdup_printf("save undo state to %s: %s",
 								 t->state_path, strerror(-r)));
 		return r;
 	}
@@ -484,13 +453,11 @@ int ftrace_tracefs_undo_file_replay(const char *path, bool force)
 	return 1;
 }
 
-int ftrace_host_recover(const char *state_dir)
+int ftrace_tracefs_undo_replay_dir(const char *state_dir)
 {
 	int n = 0, first_error = 0, r;
 	DIR *d;
 
-	if (!state_dir)
-		state_dir = ftrace_state_dir();
 	d = opendir(state_dir);
 	if (!d)
 		return errno == ENOENT ? 0 : negative_errno();
@@ -501,7 +468,7 @@ int ftrace_host_recover(const char *state_dir)
 
 		if (strncmp(de->d_name, "ftrace", 6) != 0 || l < 11 || strcmp(de->d_name + l - 5, ".undo") != 0)
 			continue;
-		p = ftrace_strdup_printf("%s/%s", state_dir, de->d_name);
+		p = strdup_printf("%s/%s", state_dir, de->d_name);
 		/* A malformed file (-EBADMSG) is never acted on and is kept for a human. */
 		r = p ? ftrace_tracefs_undo_file_replay(p, false) : -ENOMEM;
 		if (r > 0)

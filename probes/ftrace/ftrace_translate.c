@@ -18,6 +18,7 @@
 #include "probes/ftrace/ftrace_parse_internal.h"
 #include "smb/pbw.h"
 #include "util/util.h"
+#include "util/util_varint.h"
 
 struct known_event {
 	const char *group;
@@ -69,7 +70,7 @@ static const struct known_event *known_find(const char *group, const char *name)
 		       known_cmp);
 }
 
-bool ftrace_format_table_event_is_typed(const char *group, const char *name)
+bool ftrace_translate_is_typed(const char *group, const char *name)
 {
 	return group && name && known_find(group, name);
 }
@@ -258,7 +259,7 @@ static int generic_kind(enum ftype ft, enum ftrace_fkind *ret_kind, enum ftrace_
 	}
 }
 
-struct ftrace_event_tr *ftrace_event_tr_free(struct ftrace_event_tr *tr)
+static struct ftrace_event_tr *event_tr_free(struct ftrace_event_tr *tr)
 {
 	if (!tr)
 		return NULL;
@@ -395,8 +396,8 @@ static int buf_varint(struct buf *b, uint32_t field, uint64_t v)
 {
 	if (buf_reserve(b, 20) < 0)
 		return -ENOMEM;
-	b->len = (size_t)(pbw_put_varint_raw(b->p + b->len, ((uint64_t)field << 3) | PBW_WIRE_VARINT) - b->p);
-	b->len = (size_t)(pbw_put_varint_raw(b->p + b->len, v) - b->p);
+	b->len = (size_t)(varint_put(b->p + b->len, ((uint64_t)field << 3) | PBW_WIRE_VARINT) - b->p);
+	b->len = (size_t)(varint_put(b->p + b->len, v) - b->p);
 	return 0;
 }
 
@@ -404,8 +405,8 @@ static int buf_bytes(struct buf *b, uint32_t field, const void *data, size_t len
 {
 	if (buf_reserve(b, 20 + len) < 0)
 		return -ENOMEM;
-	b->len = (size_t)(pbw_put_varint_raw(b->p + b->len, ((uint64_t)field << 3) | PBW_WIRE_LEN) - b->p);
-	b->len = (size_t)(pbw_put_varint_raw(b->p + b->len, len) - b->p);
+	b->len = (size_t)(varint_put(b->p + b->len, ((uint64_t)field << 3) | PBW_WIRE_LEN) - b->p);
+	b->len = (size_t)(varint_put(b->p + b->len, len) - b->p);
 	if (len)
 		memcpy(b->p + b->len, data, len);
 	b->len += len;
@@ -456,7 +457,66 @@ out:
 	return r;
 }
 
-static int build_generic(struct ftrace_format_table *t, const struct tep_event *ev,
+/* ---- the per-table cache ------------------------------------------------- */
+
+/* What this file derives from one format table, kept with it. */
+struct tr_cache {
+	struct ftrace_event_tr **trs;   /* by kernel event id */
+	size_t n_trs;
+	uint32_t next_dyn_id;           /* next generic field id: 65536, 65537... */
+	bool compact_resolved;
+	struct ftrace_compact_format compact;
+};
+
+static void tr_cache_free(void *p)
+{
+	struct tr_cache *c = p;
+
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n_trs; i++)
+		event_tr_free(c->trs[i]);
+	free(c->trs);
+	free(c);
+}
+
+static struct tr_cache *tr_cache_get(struct ftrace_format_table *t)
+{
+	struct tr_cache *c = ftrace_format_table_cache(t);
+
+	if (c)
+		return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->next_dyn_id = FTRACE_DYN_FIELD_BASE;
+	ftrace_format_table_set_cache(t, c, tr_cache_free);
+	return c;
+}
+
+/* The cache slot of event @id, grown to the table's highest id on demand. */
+static struct ftrace_event_tr **tr_cache_slot(struct tr_cache *c, const struct ftrace_format_table *t,
+					      int id)
+{
+	size_t want = (size_t)ftrace_format_table_max_id(t) + 1;
+	struct ftrace_event_tr **n;
+
+	if (id <= 0 || id > ftrace_format_table_max_id(t))
+		return NULL;
+	if ((size_t)id < c->n_trs)
+		return &c->trs[id];
+	want = MAX(want, c->n_trs * 2);
+	want = MIN(want, (size_t)FTRACE_MAX_EVENT_ID + 1);
+	n = realloc(c->trs, want * sizeof(*n));
+	if (!n)
+		return NULL;
+	memset(n + c->n_trs, 0, (want - c->n_trs) * sizeof(*n));
+	c->trs = n;
+	c->n_trs = want;
+	return &c->trs[id];
+}
+
+static int build_generic(struct tr_cache *c, const struct tep_event *ev,
 			 struct ftrace_event_tr **ret)
 {
 	_cleanup_free_ struct ftrace_field_tr *fields = NULL;
@@ -502,7 +562,7 @@ static int build_generic(struct ftrace_format_table *t, const struct tep_event *
 	if (!tr)
 		return -ENOMEM;
 	*tr = (struct ftrace_event_tr){
-		.proto_field = ftrace_format_table_next_dyn_id(t),
+		.proto_field = c->next_dyn_id++,
 		.event_id = (uint16_t)ev->id,
 		.min_size = min_size,
 		.type = FTRACE_TR_GENERIC,
@@ -513,7 +573,7 @@ static int build_generic(struct ftrace_format_table *t, const struct tep_event *
 	};
 	r = build_descriptor(tr, gtypes, ev->system, &descriptor, &descriptor_len);
 	if (r < 0) {
-		ftrace_event_tr_free(tr);
+		event_tr_free(tr);
 		return r;
 	}
 	tr->descriptor = descriptor;
@@ -524,13 +584,19 @@ static int build_generic(struct ftrace_format_table *t, const struct tep_event *
 
 int ftrace_translate_get(struct ftrace_format_table *t, int id, const struct ftrace_event_tr **ret)
 {
-	struct ftrace_event_tr **slot = ftrace_format_table_tr_slot(t, id);
+	struct tr_cache *c = tr_cache_get(t);
+	struct ftrace_event_tr **slot;
 	const struct known_event *k;
 	const struct tep_event *ev;
 	int r;
 
-	if (!slot)
+	if (!c)
+		return -ENOMEM;
+	if (id <= 0 || id > ftrace_format_table_max_id(t))
 		return -ENOENT;
+	slot = tr_cache_slot(c, t, id);
+	if (!slot)
+		return -ENOMEM;
 	if (*slot) {
 		*ret = *slot;
 		return 0;
@@ -539,7 +605,7 @@ int ftrace_translate_get(struct ftrace_format_table *t, int id, const struct ftr
 	if (!ev)
 		return -ENOENT;
 	k = known_find(ev->system, ev->name);
-	r = k ? build_typed(k, ev, slot) : build_generic(t, ev, slot);
+	r = k ? build_typed(k, ev, slot) : build_generic(c, ev, slot);
 	if (r < 0)
 		return r;
 	for (uint16_t i = 0; i < (*slot)->n_fields; i++)
@@ -563,7 +629,7 @@ static const struct ftrace_field_tr *tr_field(const struct ftrace_event_tr *tr, 
 	return NULL;
 }
 
-int ftrace_translate_compact(struct ftrace_format_table *t, struct ftrace_compact_format *ret)
+static int resolve_compact(struct ftrace_format_table *t, struct ftrace_compact_format *ret)
 {
 	const struct ftrace_event_tr *sw, *wk;
 	const struct ftrace_field_tr *ps, *np, *npr, *nc, *wp, *wc, *wpr, *wcpu;
@@ -623,4 +689,19 @@ int ftrace_translate_compact(struct ftrace_format_table *t, struct ftrace_compac
 		.wk_common_flags_off = (uint16_t)flags->offset,
 	};
 	return 0;
+}
+
+const struct ftrace_compact_format *ftrace_translate_compact(struct ftrace_format_table *t)
+{
+	static const struct ftrace_compact_format invalid = { .valid = false };
+	struct tr_cache *c = tr_cache_get(t);
+
+	if (!c)
+		return &invalid;
+	if (!c->compact_resolved) {
+		/* Failure (formats absent or unexpected) leaves valid=false. */
+		(void)resolve_compact(t, &c->compact);
+		c->compact_resolved = true;
+	}
+	return &c->compact;
 }

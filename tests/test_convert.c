@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The trace.dat converter on the golden files of tests/data/convert (made
+ * by record.sh there, unpacked at build time): every event libtracecmd
+ * reads is in the Perfetto trace with the same CPU, timestamp and pid (and
+ * the compact columns' fields), typed sched fields match in the
+ * non-compact encoding, and damaged pages become FtraceErrors and a
+ * failure, never a crash.
+ */
+#include "tests/convert_check.h"
+
+static char *golden(const char *name)
+{
+	const char *root = getenv("TP_BUILD_ROOT");
+	char *p;
+
+	ck_assert_int_ge(asprintf(&p, "%s/tests/%s", root ? root : ".", name), 0);
+	return p;
+}
+
+static const char *const goldens[] = {
+	"sched-v6.dat",
+	"irq-v7-zstd.dat",
+	"syscalls-v7.dat",
+	"lost-b64-v6.dat",
+};
+
+START_TEST(test_golden)
+{
+	_cleanup_free_ char *path = golden(goldens[_i]);
+	_cleanup_free_ struct convert_summary *sum = NULL;
+	struct cc_pf pf = {};
+
+	cc_check_file(path, /* compact= */ true, &sum, &pf);
+	ck_assert_uint_eq(sum->parse_errors, 0);
+	ck_assert_uint_eq(pf.errors, 0);
+	ck_assert_uint_gt(pf.threads, 0);
+	ck_assert_uint_eq(sum->page_size, 4096);
+	ck_assert_uint_eq(sum->file_version, strstr(goldens[_i], "v6") ? 6 : 7);
+	ck_assert_str_eq(sum->trace_clock, "local");
+	cc_pf_done(&pf);
+}
+END_TEST
+
+/* Kernel symbol fields (hrtimer function pointers) are interned. */
+START_TEST(test_golden_symbols)
+{
+	_cleanup_free_ char *path = golden("irq-v7-zstd.dat");
+	_cleanup_free_ struct convert_summary *sum = NULL;
+	struct cc_pf pf = {};
+
+	cc_check_file(path, true, &sum, &pf);
+	ck_assert_uint_gt(pf.symbols, 0);
+	ck_assert_uint_eq(pf.symbols, sum->symbols);
+	cc_pf_done(&pf);
+}
+END_TEST
+
+/* --no-compact-sched: typed SchedSwitchFtraceEvent with the kernel's fields. */
+START_TEST(test_no_compact_fields)
+{
+	_cleanup_free_ char *path = golden("sched-v6.dat");
+	_cleanup_free_ struct convert_summary *sum = NULL;
+	struct tracecmd_input *h;
+	struct tep_handle *tep;
+	struct tep_event *sw;
+	struct cc_pf pf = {};
+	size_t checked = 0;
+
+	cc_check_file(path, /* compact= */ false, &sum, &pf);
+	h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+	ck_assert_ptr_nonnull(h);
+	/* The golden file's events are in its instance. */
+	if (tracecmd_buffer_instances(h) > 0) {
+		struct tracecmd_input *ih = tracecmd_buffer_instance_handle(h, 0);
+
+		tracecmd_close(h);
+		h = ih;
+	}
+	tep = tracecmd_get_tep(h);
+	sw = tep_find_event_by_name(tep, "sched", "sched_switch");
+	ck_assert_ptr_nonnull(sw);
+	for (int cpu = 0; cpu < tep_get_cpus(tep); cpu++) {
+		struct tep_record *r;
+		size_t k = 0;
+
+		while ((r = tracecmd_read_data(h, cpu))) {
+			if (tep_data_type(tep, r) == sw->id) {
+				Perfetto__Protos__SchedSwitchFtraceEvent *s = NULL;
+				char comm[16];
+
+				/* The n-th switch on this CPU in the trace. */
+				for (size_t i = 0, seen = 0; i < pf.trace->n_packet && !s; i++) {
+					Perfetto__Protos__TracePacket *tp = pf.trace->packet[i];
+					Perfetto__Protos__FtraceEventBundle *b = tp->ftrace_events;
+
+					if (tp->data_case !=
+						    PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS || b->cpu != (uint32_t)cpu)
+						continue;
+					for (size_t e = 0; e < b->n_event && !s; e++)
+						if (b->event[e]->event_case ==
+							 PERFETTO__PROTOS__FTRACE_EVENT__EVENT_SCHED_SWITCH &&
+						    seen++ == k &&
+						    b->event[e]->timestamp == r->ts)
+							s = b->event[e]->sched_switch;
+				}
+				ck_assert_msg(s, "switch %zu on cpu %d at %llu", k, cpu, r->ts);
+				ck_assert_int_eq(s->prev_pid, cc_field(sw, r, "prev_pid"));
+				ck_assert_int_eq(s->next_pid, cc_field(sw, r, "next_pid"));
+				ck_assert_int_eq(s->prev_prio, cc_field(sw, r, "prev_prio"));
+				ck_assert_int_eq(s->next_prio, cc_field(sw, r, "next_prio"));
+				ck_assert_int_eq(s->prev_state, cc_field(sw, r, "prev_state"));
+				cc_comm(sw, r, "prev_comm", comm);
+				ck_assert_str_eq(s->prev_comm, comm);
+				cc_comm(sw, r, "next_comm", comm);
+				ck_assert_str_eq(s->next_comm, comm);
+				k++;
+				checked++;
+			}
+			tracecmd_free_record(r);
+		}
+	}
+	tracecmd_close(h);
+	ck_assert_uint_gt(checked, 0);
+	cc_pf_done(&pf);
+}
+END_TEST
+
+/* ---- damaged files ------------------------------------------------------ */
+
+/* A copy of sched-v6.dat (v6: page bytes sit at their file offsets). */
+static char *damaged_copy(char *tmpl, uint8_t **ret_data, size_t *ret_len)
+{
+	_cleanup_free_ char *src = golden("sched-v6.dat");
+	_cleanup_close_ int fd = -EBADF;
+	char *data;
+	size_t len;
+
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read_full_fd(fd, 64u << 20, &data, &len), 0);
+	*ret_data = (uint8_t *)data;
+	*ret_len = len;
+	return tmpl;
+}
+
+static void write_copy(char *tmpl, const uint8_t *data, size_t len)
+{
+	int fd = mkstemp(tmpl);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write_all(fd, data, len), 0);
+	close(fd);
+}
+
+/* File offset of the @nth page holding records on CPU @cpu of the instance. */
+static uint64_t page_offset(const char *path, int cpu, int nth)
+{
+	struct tracecmd_input *h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS), *ih;
+	uint64_t off = 0, last = UINT64_MAX;
+	struct tep_record *r;
+	int seen = -1;
+
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_ge(tracecmd_buffer_instances(h), 1);
+	ih = tracecmd_buffer_instance_handle(h, 0);
+	ck_assert_ptr_nonnull(ih);
+	while ((r = tracecmd_read_data(ih, cpu))) {
+		uint64_t page = r->offset & ~4095ull;
+
+		if (page != last) {
+			last = page;
+			if (++seen == nth)
+				off = page;
+		}
+		tracecmd_free_record(r);
+		if (off)
+			break;
+	}
+	tracecmd_close(ih);
+	tracecmd_close(h);
+	ck_assert_uint_gt(off, 0);
+	return off;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* The kernel's missed-events flag on a page: that bundle says lost_events. */
+START_TEST(test_lost_flag)
+{
+	_cleanup_free_ char *path = golden("sched-v6.dat");
+	_cleanup_free_ struct convert_summary *sum = NULL;
+	_cleanup_free_ uint8_t *data = NULL;
+	char tmpl[] = "/tmp/tp-convert-lost-XXXXXX";
+	uint64_t off = page_offset(path, 0, 1);
+	struct cc_list got = {};
+	struct cc_pf pf = {};
+	size_t len;
+
+	damaged_copy(tmpl, &data, &len);
+	ck_assert_uint_lt(off + 16, len);
+	put64(data + off + 8, get64(data + off + 8) | (1ull << 31));
+	write_copy(tmpl, data, len);
+	ck_assert_int_eq(cc_convert(tmpl, true, &pf, &sum), 0);
+	cc_from_pftrace(pf.buf, pf.len, &got, &pf);
+	ck_assert_uint_eq(pf.lost_bundles, 1);
+	ck_assert_uint_eq(sum->cpu[0].lost_pages, 1);
+	ck_assert(sum->cpu[0].lost_unknown);
+	free(got.v);
+	cc_pf_done(&pf);
+	unlink(tmpl);
+}
+END_TEST
+
+/* A commit past the page end: an FtraceError in the bundle, -EBADMSG. */
+START_TEST(test_commit_past_end)
+{
+	_cleanup_free_ char *path = golden("sched-v6.dat");
+	_cleanup_free_ struct convert_summary *sum = NULL;
+	_cleanup_free_ uint8_t *data = NULL;
+	char tmpl[] = "/tmp/tp-convert-commit-XXXXXX";
+	uint64_t off = page_offset(path, 0, 1);
+	struct cc_list got = {};
+	struct cc_pf pf = {};
+	size_t len;
+
+	damaged_copy(tmpl, &data, &len);
+	put64(data + off + 8, 4096 + 64);
+	write_copy(tmpl, data, len);
+	ck_assert_int_eq(cc_convert(tmpl, true, &pf, &sum), -EBADMSG);
+	cc_from_pftrace(pf.buf, pf.len, &got, &pf);
+	ck_assert_uint_ge(pf.errors, 1);
+	ck_assert_uint_eq(pf.errors, sum->parse_errors);
+	ck_assert(sum->parse_errors_mask & (1u << FTRACE_STATUS_ABI_INVALID_PAGE_HEADER));
+	free(got.v);
+	cc_pf_done(&pf);
+	unlink(tmpl);
+}
+END_TEST
+
+/*
+ * The same on a CPU's first page: libtracecmd 3.1.6 crashes while opening
+ * such a buffer; the conversion fails with the reason, the caller lives.
+ */
+START_TEST(test_first_page_damaged)
+{
+	_cleanup_free_ char *path = golden("sched-v6.dat");
+	_cleanup_free_ struct convert_summary *sum = NULL;
+	_cleanup_free_ uint8_t *data = NULL;
+	char tmpl[] = "/tmp/tp-convert-first-XXXXXX";
+	uint64_t off = page_offset(path, 0, 0);
+	struct cc_pf pf = {};
+	size_t len;
+
+	damaged_copy(tmpl, &data, &len);
+	put64(data + off + 8, 4096 + 64);
+	write_copy(tmpl, data, len);
+	ck_assert_int_eq(cc_convert(tmpl, true, &pf, &sum), -EBADMSG);
+	ck_assert_ptr_nonnull(sum);
+	ck_assert(sum->reason[0] || sum->parse_errors > 0);
+	cc_pf_done(&pf);
+	unlink(tmpl);
+}
+END_TEST
+
+/* Garbage inside a page's events: errors, not a crash. */
+START_TEST(test_garbage_events)
+{
+	_cleanup_free_ char *path = golden("sched-v6.dat");
+	_cleanup_free_ struct convert_summary *sum = NULL;
+	_cleanup_free_ uint8_t *data = NULL;
+	char tmpl[] = "/tmp/tp-convert-garbage-XXXXXX";
+	uint64_t off = page_offset(path, 0, 0);
+	struct cc_pf pf = {};
+	size_t len;
+	int r;
+
+	damaged_copy(tmpl, &data, &len);
+	/* Every event header from the second one on: type_len 29 (padding)
+	 * with a length running far past the page. */
+	for (size_t i = 64; i < 4096; i += 8) {
+		uint32_t w = 29u | (0x7ffffffu << 5);
+
+		memcpy(data + off + i, &w, 4);
+		memcpy(data + off + i + 4, &w, 4);
+	}
+	write_copy(tmpl, data, len);
+	r = cc_convert(tmpl, true, &pf, &sum);
+	ck_assert(r == 0 || r == -EBADMSG);
+	ck_assert_ptr_nonnull(sum);
+	if (r == -EBADMSG)
+		ck_assert_uint_gt(sum->parse_errors, 0);
+	cc_pf_done(&pf);
+	unlink(tmpl);
+}
+END_TEST
+
+START_TEST(test_not_a_trace)
+{
+	_cleanup_free_ struct convert_summary *sum = NULL;
+	char tmpl[] = "/tmp/tp-convert-junk-XXXXXX";
+	static const uint8_t junk[] = "\027\010Dtracing6\0not really";
+	struct cc_pf pf = {};
+
+	write_copy(tmpl, junk, sizeof(junk));
+	ck_assert_int_eq(cc_convert(tmpl, true, &pf, &sum), -ENODATA);
+	ck_assert_int_eq(cc_convert("/nonexistent/trace.dat", true, &pf, &sum), -ENODATA);
+	cc_pf_done(&pf);
+	unlink(tmpl);
+}
+END_TEST
+
+/* Cut inside the CPU data: refused or converted up to the cut, no crash. */
+START_TEST(test_truncated)
+{
+	_cleanup_free_ char *path = golden("sched-v6.dat");
+	_cleanup_free_ struct convert_summary *sum = NULL;
+	_cleanup_free_ uint8_t *data = NULL;
+	char tmpl[] = "/tmp/tp-convert-cut-XXXXXX";
+	uint64_t off = page_offset(path, 0, 2);
+	struct cc_pf pf = {};
+	size_t len;
+	int r;
+
+	damaged_copy(tmpl, &data, &len);
+	write_copy(tmpl, data, off + 100);
+	r = cc_convert(tmpl, true, &pf, &sum);
+	ck_assert_msg(r == 0 || r == -EBADMSG || r == -ENODATA, "r=%d", r);
+	cc_pf_done(&pf);
+	unlink(tmpl);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("convert");
+	TCase *tc = tcase_create("golden");
+
+	tcase_add_loop_test(tc, test_golden, 0, (int)ARRAY_SIZE(goldens));
+	tcase_add_test(tc, test_golden_symbols);
+	tcase_add_test(tc, test_no_compact_fields);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("damaged");
+	tcase_add_test(tc, test_lost_flag);
+	tcase_add_test(tc, test_commit_past_end);
+	tcase_add_test(tc, test_first_page_damaged);
+	tcase_add_test(tc, test_garbage_events);
+	tcase_add_test(tc, test_not_a_trace);
+	tcase_add_test(tc, test_truncated);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	tracecmd_set_loglevel(TEP_LOG_NONE);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Small string helpers for building human-readable messages: formatting
+ * into a new string, handing a message to an optional out-parameter, and
+ * growing a list of lines.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+char *strdup_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+void set_error_text(char **ret_error, char *msg)
+{
+	if (ret_error) {
+		free(*ret_error);
+		*ret_error = msg;
+	} else {
+		free(msg);
+	}
+}
+
+int str_append_line(char **buf, const char *line)
+{
+	size_t old = *buf ? strlen(*buf) : 0, add = strlen(line);
+	char *n = realloc(*buf, old + add + 2);
+
+	if (!n)
+		return -ENOMEM;
+	memcpy(n + old, line, add);
+	n[old + add] = '\n';
+	n[old + add + 1] = 0;
+	*buf = n;
+	return 0;
+}
