@@ -5,7 +5,8 @@
 #
 # Builds nothing: BUILD_DIR (default "build") must already hold
 # bench/bench_drain, bench/bench_live and probes/traced-probes
-# (meson option bench=true, the default); the daemon row also needs
+# (meson option bench=true, the default); bench/bench_smb adds the row of
+# the SMB writer alone when it is there; the daemon row also needs
 # tests/tp-test-service (meson option tests=true) and is left out without
 # it.  Needs root and tracefs; takes about four minutes (the live tracers record
 # 10 s each, the length of a default recording, and take turns twice; each row
@@ -21,6 +22,7 @@ set -eu
 build=${1:-build}
 drain=$build/bench/bench_drain
 live=$build/bench/bench_live
+smbw=$build/bench/bench_smb
 recorder=$build/probes/traced-probes
 
 for f in "$drain" "$live" "$recorder"; do
@@ -48,6 +50,10 @@ if [ "$status" -eq 77 ]; then
 	echo "run.sh: skipped (needs root and tracefs)" >&2
 	exit 77
 fi
+: >"$tmp/smb"
+if [ -x "$smbw" ]; then
+	"$smbw" --rows >"$tmp/smb" 2>>"$tmp/drain.err" || status=$?
+fi
 # shellcheck disable=SC2086
 "$live" --rows --rounds 2 -t 10 --recorder "$recorder" ${BENCH_LIVE_ARGS:-} >"$tmp/live" 2>"$tmp/live.err" || status=$?
 if [ -z "${BENCH_NO_SWEEP:-}" ]; then
@@ -56,9 +62,9 @@ fi
 
 echo "| what | ns/event (CPU) | events/s | bytes/event | overruns | peak RSS | workload slowdown |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
-grep -h '^|' "$tmp/drain" "$tmp/live" || true
+grep -h '^|' "$tmp/drain" "$tmp/smb" "$tmp/live" || true
 echo
-grep -h '^- ' "$tmp/drain" "$tmp/live" || true
+grep -h '^- ' "$tmp/drain" "$tmp/smb" "$tmp/live" || true
 [ -f "$tmp/sweep" ] && grep -h '^- ' "$tmp/sweep"
 # symbolize_ksyms: loading /proc/kallsyms (budget: 150 ms, 2 MiB)
 if [ -x "$build/bench/bench_ksyms" ]; then

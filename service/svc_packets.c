@@ -15,8 +15,8 @@
 
 #include "protos/perfetto/trace/trace_packet.pb-c.h"
 #include "service/svc_internal.h"
-#include "smb/pbw.h"
 #include "util/util.h"
+#include "util/util_varint.h"
 
 /* TracePacket.trace_provenance: not in our proto subset, written raw. */
 #define TRACE_PROVENANCE_FIELD 124u
@@ -149,7 +149,7 @@ int svc_packets_provenance(struct svc_session *ss)
 	body = malloc(ss->n_buffers * 2 + 10);
 	if (!body)
 		return -ENOMEM;
-	n = (size_t)(pbw_put_varint_raw(body, ss->n_buffers * 2) - body);
+	n = (size_t)(varint_put(body, ss->n_buffers * 2) - body);
 	for (size_t i = 0; i < ss->n_buffers; i++) {
 		body[n++] = 0x12; /* Buffer at field 2, length-delimited, empty */
 		body[n++] = 0;

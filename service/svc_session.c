@@ -19,8 +19,8 @@
 
 #include "protos/perfetto/config/data_source_config.pb-c.h"
 #include "service/svc_internal.h"
-#include "smb/pbw.h"
 #include "util/util.h"
+#include "util/util_varint.h"
 
 #define MAX_CONCURRENT_SESSIONS 15u
 #define GUARDRAIL_MAX_BUFFER_KB (128u * 1024)
@@ -197,8 +197,8 @@ static uint32_t sequence_id(struct svc_session *ss, uint16_t producer_id, uint16
 
 static uint8_t *put_varint_field(uint8_t *t, uint32_t field, uint64_t v)
 {
-	t = pbw_put_varint_raw(t, (uint64_t)field << 3);
-	return pbw_put_varint_raw(t, v);
+	t = varint_put(t, (uint64_t)field << 3);
+	return varint_put(t, v);
 }
 
 int svc_session_packet(struct svc_session *ss, struct svc_producer *p, const uint8_t *data, size_t len,

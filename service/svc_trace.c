@@ -10,8 +10,8 @@
 #include <sys/uio.h>
 
 #include "service/svc_internal.h"
-#include "smb/pbw.h"
 #include "util/util.h"
+#include "util/util_varint.h"
 
 #define TRACE_BUF_SIZE (256u * 1024)
 #define TRACE_PACKET_TAG 0x0a /* Trace.packet = 1, length-delimited */
@@ -100,7 +100,7 @@ int svc_trace_append(struct svc_trace *t, const uint8_t *data, size_t len, const
 	if (t->error)
 		return t->error;
 	pre[0] = TRACE_PACKET_TAG;
-	plen = (size_t)(pbw_put_varint_raw(pre + 1, (uint64_t)len + tlen) - pre);
+	plen = (size_t)(varint_put(pre + 1, (uint64_t)len + tlen) - pre);
 	total = plen + len + tlen;
 
 	/* traced stops before the record that would reach the limit. */

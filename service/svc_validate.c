@@ -6,6 +6,7 @@
  * parse to its end.  Nested messages are not looked into.
  */
 #include "service/svc_internal.h"
+#include "util/util_varint.h"
 
 /* TracePacket fields only the service writes (trusted_uid,
  * trusted_packet_sequence_id, trace_config, trace_stats, compressed_packets,
@@ -25,26 +26,6 @@ static bool reserved_field(uint32_t field)
 /* Max length of a length-delimited field (2^28 - 1), as protozero. */
 #define MAX_LEN_FIELD 0x0FFFFFFFu
 
-static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (*p < end) {
-		uint8_t b = *(*p)++;
-
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*ret = v;
-			return true;
-		}
-		shift += 7;
-		if (shift >= 64)
-			return false;
-	}
-	return false;	/* truncated */
-}
-
 bool svc_packet_valid(const uint8_t *data, size_t len)
 {
 	const uint8_t *p = data, *end = data + len;
@@ -52,14 +33,14 @@ bool svc_packet_valid(const uint8_t *data, size_t len)
 	while (p < end) {
 		uint64_t key, v;
 
-		if (!read_varint(&p, end, &key))
+		if (!varint_get(&p, end, &key))
 			return false;
 		/* traced compares the id truncated to 32 bits */
 		if (reserved_field((uint32_t)(key >> 3)))
 			return false;
 		switch (key & 7) {
 		case 0:
-			if (!read_varint(&p, end, &v))
+			if (!varint_get(&p, end, &v))
 				return false;
 			break;
 		case 1:
@@ -73,7 +54,7 @@ bool svc_packet_valid(const uint8_t *data, size_t len)
 			p += 4;
 			break;
 		case 2:
-			if (!read_varint(&p, end, &v))
+			if (!varint_get(&p, end, &v))
 				return false;
 			if (v > MAX_LEN_FIELD || v > (uint64_t)(end - p))
 				return false;

@@ -8,6 +8,7 @@
 #include <errno.h>
 
 #include "smb/pbw.h"
+#include "util/util_varint.h"
 
 #define PBW_ONE_BYTE_MAX 127u
 
@@ -99,7 +100,7 @@ void pbw_begin_nested(struct pbw *w, uint32_t field)
 		pbw_enter_discard(w); /* NDEBUG builds: the message is lost, not corrupted */
 	/* tag (<= 5 bytes) and the length stay in one range: a patch covers 4 contiguous bytes */
 	pbw_reserve(w, 5 + PBW_SIZE_FIELD_LEN);
-	w->cur = pbw_put_varint_raw(w->cur, ((uint64_t)field << 3) | PBW_WIRE_LEN);
+	w->cur = varint_put(w->cur, ((uint64_t)field << 3) | PBW_WIRE_LEN);
 	if (w->depth < PBW_MAX_NESTING) {
 		w->size_field[w->depth] = w->cur;
 		memset(w->cur, 0, PBW_SIZE_FIELD_LEN);
@@ -140,6 +141,6 @@ uint32_t pbw_end_nested(struct pbw *w)
 		sf[0] = (uint8_t)size;
 		return size;
 	}
-	pbw_write_redundant_varint(sf, size);
+	varint_put_redundant4(sf, size);
 	return size;
 }

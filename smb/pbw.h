@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "util/util_varint.h"
+
 #define PBW_MAX_NESTING 12
 /* Bytes a nested message reserves for its length: a redundant varint. */
 #define PBW_SIZE_FIELD_LEN 4
@@ -121,43 +123,40 @@ static inline void pbw_reserve(struct pbw *w, size_t n)
 		(void)pbw_refill_slow(w, n);
 }
 
+/*
+ * The codec is util/util_varint.h.  These two names stay for callers that
+ * still use them; like varint_put(), pbw_put_varint_raw() may write one byte
+ * past the varint (VARINT_PUT_ROOM bytes at @p).
+ */
 static inline uint8_t *pbw_put_varint_raw(uint8_t *p, uint64_t v)
 {
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
+	return varint_put(p, v);
 }
 
-/* ceil(significant bits / 7), at least 1; branch-free: (bits * 9 + 64) / 64. */
 static inline size_t pbw_varint_len(uint64_t v)
 {
-	unsigned bits = 64u - (unsigned)__builtin_clzll(v | 1);
-
-	return (bits * 9u + 64u) >> 6;
+	return varint_len(v);
 }
 
 /* A varint with no tag: the elements of a packed repeated field. */
 static inline void pbw_append_varint(struct pbw *w, uint64_t v)
 {
 	pbw_reserve(w, 10);
-	w->cur = pbw_put_varint_raw(w->cur, v);
+	w->cur = varint_put(w->cur, v);
 }
 
 static inline void pbw_tag(struct pbw *w, uint32_t field, enum pbw_wire_type wt)
 {
 	pbw_reserve(w, 5);
-	w->cur = pbw_put_varint_raw(w->cur, ((uint64_t)field << 3) | wt);
+	w->cur = varint_put(w->cur, ((uint64_t)field << 3) | wt);
 }
 
 /* uint32/uint64/bool/enum and non-negative ints */
 static inline void pbw_varint(struct pbw *w, uint32_t field, uint64_t v)
 {
 	pbw_reserve(w, 15);
-	w->cur = pbw_put_varint_raw(w->cur, ((uint64_t)field << 3) | PBW_WIRE_VARINT);
-	w->cur = pbw_put_varint_raw(w->cur, v);
+	w->cur = varint_put(w->cur, ((uint64_t)field << 3) | PBW_WIRE_VARINT);
+	w->cur = varint_put(w->cur, v);
 }
 
 /* int32/int64: negative values take 10 bytes, as protobuf encodes them. */
@@ -169,7 +168,7 @@ static inline void pbw_int(struct pbw *w, uint32_t field, int64_t v)
 static inline void pbw_fixed64(struct pbw *w, uint32_t field, uint64_t v)
 {
 	pbw_reserve(w, 13);
-	w->cur = pbw_put_varint_raw(w->cur, ((uint64_t)field << 3) | PBW_WIRE_FIXED64);
+	w->cur = varint_put(w->cur, ((uint64_t)field << 3) | PBW_WIRE_FIXED64);
 	memcpy(w->cur, &v, 8); /* little-endian host: the wire order */
 	w->cur += 8;
 }
@@ -177,7 +176,7 @@ static inline void pbw_fixed64(struct pbw *w, uint32_t field, uint64_t v)
 static inline void pbw_fixed32(struct pbw *w, uint32_t field, uint32_t v)
 {
 	pbw_reserve(w, 9);
-	w->cur = pbw_put_varint_raw(w->cur, ((uint64_t)field << 3) | PBW_WIRE_FIXED32);
+	w->cur = varint_put(w->cur, ((uint64_t)field << 3) | PBW_WIRE_FIXED32);
 	memcpy(w->cur, &v, 4);
 	w->cur += 4;
 }
@@ -185,7 +184,7 @@ static inline void pbw_fixed32(struct pbw *w, uint32_t field, uint32_t v)
 /* sint32/sint64: zigzag, so small negative values stay short. */
 static inline void pbw_sint(struct pbw *w, uint32_t field, int64_t v)
 {
-	pbw_varint(w, field, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+	pbw_varint(w, field, varint_zigzag(v));
 }
 
 static inline void pbw_double(struct pbw *w, uint32_t field, double d)
@@ -204,8 +203,8 @@ void pbw_append_raw(struct pbw *w, const void *data, size_t len);
 static inline void pbw_bytes(struct pbw *w, uint32_t field, const void *data, size_t len)
 {
 	pbw_reserve(w, 15);
-	w->cur = pbw_put_varint_raw(w->cur, ((uint64_t)field << 3) | PBW_WIRE_LEN);
-	w->cur = pbw_put_varint_raw(w->cur, len);
+	w->cur = varint_put(w->cur, ((uint64_t)field << 3) | PBW_WIRE_LEN);
+	w->cur = varint_put(w->cur, len);
 	if (len <= (size_t)(w->end - w->cur)) {
 		memcpy(w->cur, data, len);
 		w->cur += len;
@@ -242,15 +241,3 @@ void pbw_begin_nested(struct pbw *w, uint32_t field);
  * Returns: the payload size of the closed message.
  */
 uint32_t pbw_end_nested(struct pbw *w);
-
-/**
- * pbw_write_redundant_varint - a 4-byte varint (bytes 0-2 carry the
- * continuation bit), used for lengths that are reserved before they are known.
- */
-static inline void pbw_write_redundant_varint(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)((v & 0x7f) | 0x80);
-	p[1] = (uint8_t)(((v >> 7) & 0x7f) | 0x80);
-	p[2] = (uint8_t)(((v >> 14) & 0x7f) | 0x80);
-	p[3] = (uint8_t)((v >> 21) & 0x7f);
-}

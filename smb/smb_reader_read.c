@@ -13,41 +13,22 @@
 
 #include "smb/smb_reader_internal.h"
 #include "util/util.h"
+#include "util/util_varint.h"
 
 /* Top-level TracePacket fields only the service may write. */
 static const uint32_t reserved_fields[] = { 3, 10, 33, 35, 36, 50, 69, 79, 98, 124, 125, 133 };
 
 #define MAX_LD_LEN 0x0FFFFFFFu
 
-static bool read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *ret)
-{
-	uint64_t v = 0;
-
-	/* at most 10 bytes: a longer one is over 64 bits */
-	for (unsigned k = 0; k < 10; k++) {
-		uint8_t b;
-
-		if (*i >= len)
-			return false;
-		b = p[(*i)++];
-		v |= (uint64_t)(b & 0x7f) << (7 * k);
-		if (!(b & 0x80)) {
-			*ret = v;
-			return true;
-		}
-	}
-	return false;
-}
-
 bool smb_packet_valid(const uint8_t *p, size_t len)
 {
-	size_t i = 0;
+	const uint8_t *q = p, *end = p + len;
 
-	while (i < len) {
+	while (q < end) {
 		uint64_t tag, v;
 		uint32_t field;
 
-		if (!read_varint(p, len, &i, &tag))
+		if (!varint_get(&q, end, &tag))
 			return false;
 		field = (uint32_t)(tag >> 3);
 		for (size_t k = 0; k < ARRAY_SIZE(reserved_fields); k++)
@@ -56,23 +37,23 @@ bool smb_packet_valid(const uint8_t *p, size_t len)
 
 		switch (tag & 7) {
 		case 0:
-			if (!read_varint(p, len, &i, &v))
+			if (!varint_get(&q, end, &v))
 				return false;
 			break;
 		case 1:
-			if (len - i < 8)
+			if (end - q < 8)
 				return false;
-			i += 8;
+			q += 8;
 			break;
 		case 5:
-			if (len - i < 4)
+			if (end - q < 4)
 				return false;
-			i += 4;
+			q += 4;
 			break;
 		case 2:
-			if (!read_varint(p, len, &i, &v) || v > MAX_LD_LEN || v > len - i)
+			if (!varint_get(&q, end, &v) || v > MAX_LD_LEN || v > (uint64_t)(end - q))
 				return false;
-			i += (size_t)v;
+			q += v;
 			break;
 		default:
 			/* groups (3, 4) and the undefined wire types 6, 7 */
@@ -147,19 +128,12 @@ static int deliver(struct smb_reader *r, struct smb_seq *s, const uint8_t *data,
 static bool parse_fragment_size(const uint8_t *payload, uint32_t size, uint32_t off,
 				uint32_t *ret_hdr, uint64_t *ret_len)
 {
-	uint64_t v = 0;
+	const uint8_t *p = payload + off;
 
-	for (uint32_t k = 0; k < SMB_PACKET_HEADER_SIZE && off + k < size; k++) {
-		uint8_t b = payload[off + k];
-
-		v |= (uint64_t)(b & 0x7f) << (7 * k);
-		if (!(b & 0x80)) {
-			*ret_hdr = k + 1;
-			*ret_len = v;
-			return true;
-		}
-	}
-	return false;
+	if (off >= size || !varint_get(&p, p + MIN(size - off, SMB_PACKET_HEADER_SIZE), ret_len))
+		return false;
+	*ret_hdr = (uint32_t)(p - (payload + off));
+	return true;
 }
 
 static int read_chunk(struct smb_reader *r, struct smb_seq *s, struct smb_chunk_rec *c,

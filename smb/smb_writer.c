@@ -24,6 +24,7 @@
 
 #include "smb/smb_arbiter.h"
 #include "util/util.h"
+#include "util/util_varint.h"
 
 /* TracePacket fields the writer itself sets (protos/perfetto/trace/trace_packet.proto). */
 #define TRACE_PACKET_PREVIOUS_PACKET_DROPPED 42
@@ -98,7 +99,7 @@ static unsigned open_depth(const struct smb_writer *w)
  */
 static void abort_fragment(struct smb_writer *w)
 {
-	pbw_write_redundant_varint(w->frag_size, SMB_PACKET_SIZE_DROP);
+	varint_put_redundant4(w->frag_size, SMB_PACKET_SIZE_DROP);
 	w->frag_size = NULL;
 	w->flags &= ~SMB_CHUNK_FLAG_LAST_CONTINUES;
 	for (unsigned i = 0; i < open_depth(w); i++)
@@ -162,7 +163,7 @@ static int writer_refill(struct pbw *p, size_t min_bytes)
 		return -ENOSPC;
 	}
 
-	pbw_write_redundant_varint(w->frag_size, partial);
+	varint_put_redundant4(w->frag_size, partial);
 	w->flags |= SMB_CHUNK_FLAG_LAST_CONTINUES;
 	for (unsigned i = 0; i < open_depth(w); i++) {
 		uint8_t *sf = p->size_field[i];
@@ -311,7 +312,7 @@ int smb_writer_end_packet(struct smb_writer *w)
 		 * incomplete, so mark it dropped and start clean in a new chunk.
 		 */
 		if (have_chunk(w) && w->frag_size) {
-			pbw_write_redundant_varint(w->frag_size, SMB_PACKET_SIZE_DROP);
+			varint_put_redundant4(w->frag_size, SMB_PACKET_SIZE_DROP);
 			release_chunk(w);
 		}
 		w->frag_size = NULL;
@@ -329,7 +330,7 @@ int smb_writer_end_packet(struct smb_writer *w)
 		w->frag_size[0] = (uint8_t)size;
 		w->pbw.cur -= SMB_PACKET_HEADER_SIZE - 1;
 	} else {
-		pbw_write_redundant_varint(w->frag_size, size);
+		varint_put_redundant4(w->frag_size, size);
 	}
 	w->frag_size = NULL;
 	return 0;

@@ -93,48 +93,6 @@ static void check_trace(const char *out, uint64_t min_events)
 	tp_trace_free(&s);
 }
 
-START_TEST(test_daemon_service_restart)
-{
-	char cfg_long[600], cfg_short[600], out1[600], out2[600];
-	pid_t svc, daemon;
-	struct tp_workload w;
-
-	snprintf(cfg_long, sizeof(cfg_long), "%s/long.pbtxt", tmpdir);
-	snprintf(cfg_short, sizeof(cfg_short), "%s/short.pbtxt", tmpdir);
-	snprintf(out1, sizeof(out1), "%s/killed.pftrace", tmpdir);
-	snprintf(out2, sizeof(out2), "%s/second.pftrace", tmpdir);
-	write_config(cfg_long, "ftrace_events: \"sched/sched_switch\"", 60000);
-	write_config(cfg_short, "ftrace_events: \"sched/sched_switch\" "
-				"ftrace_events: \"sched/sched_waking\"", 1500);
-
-	ck_assert_int_eq(tp_workload_start("tp-daemon-load", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
-	/* the daemon first, with no service: it waits and retries */
-	daemon = spawn_daemon();
-	usleep(300000);
-	svc = spawn_service(cfg_long, out1);
-	ck_assert_msg(tp_wait_for(tracing_in_instance, 10000), "the daemon never started tracing");
-	usleep(300000);
-
-	/* the service dies mid-trace: sessions stop, tracefs goes back */
-	ck_assert_int_eq(kill(svc, SIGKILL), 0);
-	ck_assert_int_eq(tp_wait_exit(svc), 128 + SIGKILL);
-	ck_assert_msg(tp_wait_for(tracefs_restored, 5000), "tracefs not restored after the service died");
-	ck_assert_int_eq(kill(daemon, 0), 0);
-
-	/* a new service on the same path: the daemon reconnects, records a whole trace */
-	svc = spawn_service(cfg_short, out2);
-	ck_assert_int_eq(tp_wait_exit(svc), 0);
-	check_trace(out2, 1000);
-	ck_assert_msg(tp_wait_for(tracefs_restored, 5000), "tracefs not restored after the session");
-
-	/* SIGTERM: clean exit */
-	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
-	ck_assert_int_eq(tp_wait_exit(daemon), 0);
-	ck_assert(tracefs_restored());
-	(void)tp_workload_stop(&w);
-}
-END_TEST
-
 /* Collects the service manager notifications the daemon sends. */
 static int notify_listen(const char *path)
 {
@@ -174,6 +132,85 @@ static bool notify_wait(int fd, const char *what, unsigned ms, char *log, size_t
 	}
 	return false;
 }
+
+static bool event_on(void *event)
+{
+	return tp_event_enabled(fx.path, event);
+}
+
+/*
+ * Records until the daemon has taken @n more events out of the instance
+ * than when it started recording there, then stops the service (SIGTERM:
+ * flush and stop, as when duration_ms expires) and waits for its clean
+ * exit.  However long the daemon takes to connect and start, the trace
+ * covers at least @n events.
+ */
+static void record_events_then_stop(pid_t svc, const char *event, uint64_t n)
+{
+	uint64_t base;
+
+	ck_assert_msg(tp_wait_recording(fx.path, 30000), "the daemon never started recording");
+	ck_assert_msg(tp_wait_until(event_on, (void *)event, 10000), "%s never enabled", event);
+	base = tp_read_events(fx.path);
+	ck_assert_msg(tp_wait_read_events(fx.path, base + n, 30000), "the daemon read fewer than %llu events",
+		      (unsigned long long)n);
+	ck_assert_int_eq(kill(svc, SIGTERM), 0);
+	ck_assert_int_eq(tp_wait_exit(svc), 0);
+}
+
+START_TEST(test_daemon_service_restart)
+{
+	char cfg_first[600], cfg_second[600], out1[600], out2[600], path[600], log[4096] = "";
+	pid_t svc, daemon;
+	struct tp_workload w;
+	int fd;
+
+	snprintf(cfg_first, sizeof(cfg_first), "%s/first.pbtxt", tmpdir);
+	snprintf(cfg_second, sizeof(cfg_second), "%s/second.pbtxt", tmpdir);
+	snprintf(out1, sizeof(out1), "%s/killed.pftrace", tmpdir);
+	snprintf(out2, sizeof(out2), "%s/second.pftrace", tmpdir);
+	snprintf(path, sizeof(path), "%s/restart-notify.sock", tmpdir);
+	write_config(cfg_first, "ftrace_events: \"sched/sched_switch\"", 60000);
+	/* sched_waking only in the second: its being enabled shows the second session runs */
+	write_config(cfg_second, "ftrace_events: \"sched/sched_switch\" "
+				 "ftrace_events: \"sched/sched_waking\"", 60000);
+
+	ck_assert_int_eq(tp_workload_start("tp-daemon-load", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
+	/* the daemon first, with no service: it waits and retries */
+	fd = notify_listen(path);
+	ck_assert_int_eq(setenv("NOTIFY_SOCKET", path, 1), 0);
+	daemon = spawn_daemon();
+	ck_assert_int_eq(unsetenv("NOTIFY_SOCKET"), 0);
+	ck_assert_msg(notify_wait(fd, "STATUS=Waiting for the tracing service", 10000, log, sizeof(log)),
+		      "%s", log);
+	svc = spawn_service(cfg_first, out1);
+	ck_assert_msg(notify_wait(fd, "READY=1", 10000, log, sizeof(log)), "never registered: %s", log);
+	ck_assert_msg(tp_wait_for(tracing_in_instance, 10000), "the daemon never started tracing");
+	/* mid-trace: the daemon is draining the instance */
+	ck_assert(tp_wait_read_events(fx.path, tp_read_events(fx.path) + 1, 10000));
+
+	/* the service dies mid-trace: sessions stop, tracefs goes back */
+	ck_assert_int_eq(kill(svc, SIGKILL), 0);
+	ck_assert_int_eq(tp_wait_exit(svc), 128 + SIGKILL);
+	ck_assert_msg(tp_wait_for(tracefs_restored, 5000), "tracefs not restored after the service died");
+	ck_assert_int_eq(kill(daemon, 0), 0);
+
+	/* a new service on the same path: the daemon reconnects, registers, records a whole trace */
+	svc = spawn_service(cfg_second, out2);
+	ck_assert_msg(notify_wait(fd, "READY=1", 30000, log, sizeof(log)),
+		      "never registered with the new service: %s", log);
+	record_events_then_stop(svc, "sched_waking", 1000);
+	check_trace(out2, 1000);
+	ck_assert_msg(tp_wait_for(tracefs_restored, 5000), "tracefs not restored after the session");
+
+	/* SIGTERM: clean exit */
+	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
+	ck_assert_int_eq(tp_wait_exit(daemon), 0);
+	ck_assert(tracefs_restored());
+	(void)tp_workload_stop(&w);
+	close(fd);
+}
+END_TEST
 
 /* Status while waiting, watchdog pings, ready once connected, stopping. */
 START_TEST(test_daemon_notifies)
@@ -251,11 +288,11 @@ START_TEST(test_daemon_over_tcp)
 	snprintf(cfg, sizeof(cfg), "%s/tcp.pbtxt", tmpdir);
 	snprintf(out, sizeof(out), "%s/tcp.pftrace", tmpdir);
 	write_config(cfg, "ftrace_events: \"sched/sched_switch\" "
-			  "ftrace_events: \"sched/sched_waking\"", 1500);
+			  "ftrace_events: \"sched/sched_waking\"", 60000);
 	ck_assert_int_eq(tp_workload_start("tp-tcp", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
 	svc = spawn_service(cfg, out);
 	daemon = spawn_daemon();
-	ck_assert_int_eq(tp_wait_exit(svc), 0);
+	record_events_then_stop(svc, "sched_waking", 10000);
 	check_trace(out, 10000);
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
 	ck_assert_int_eq(tp_wait_exit(daemon), 0);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The event loop (event/) and the service manager notifications (util/notify.h). */
+/* The event loop (event/). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,13 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "event/event.h"
 #include "event/event_internal.h"
-#include "util/notify.h"
 #include "util/util.h"
 
 struct rec {
@@ -333,78 +330,6 @@ START_TEST(test_default_per_thread)
 }
 END_TEST
 
-/* ---- notify ---------------------------------------------------------------- */
-
-static int bind_dgram(struct sockaddr_un *sa, socklen_t len)
-{
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)sa, len), 0);
-	return fd;
-}
-
-START_TEST(test_notify)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[] = "/tmp/tp-notify-XXXXXX", path[96], buf[128], name[64];
-	uint64_t usec = 0;
-	ssize_t n;
-	int fd;
-
-	ck_assert_int_eq(unsetenv("NOTIFY_SOCKET"), 0);
-	ck_assert_int_eq(notify_send("READY=1"), 0);
-
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	(void)snprintf(path, sizeof(path), "%s/notify", dir);
-	strcpy(sa.sun_path, path);
-	fd = bind_dgram(&sa, sizeof(sa));
-	ck_assert_int_eq(setenv("NOTIFY_SOCKET", path, 1), 0);
-	ck_assert_int_eq(notify_sendf("READY=1\nSTATUS=%s", "up"), 1);
-	n = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
-	ck_assert_int_gt(n, 0);
-	buf[n] = '\0';
-	ck_assert_str_eq(buf, "READY=1\nSTATUS=up");
-	close(fd);
-	unlink(path);
-	rmdir(dir);
-
-	/* abstract namespace */
-	(void)snprintf(name, sizeof(name), "@tp-notify-%d", (int)getpid());
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	memcpy(sa.sun_path + 1, name + 1, strlen(name) - 1);
-	fd = bind_dgram(&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name)));
-	ck_assert_int_eq(setenv("NOTIFY_SOCKET", name, 1), 0);
-	ck_assert_int_eq(notify_send("STOPPING=1"), 1);
-	n = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
-	ck_assert_int_eq(n, 10);
-	close(fd);
-
-	ck_assert_int_eq(setenv("NOTIFY_SOCKET", "relative/path", 1), 0);
-	ck_assert_int_eq(notify_send("READY=1"), -EAFNOSUPPORT);
-	ck_assert_int_eq(unsetenv("NOTIFY_SOCKET"), 0);
-
-	/* watchdog: for this pid only */
-	ck_assert_int_eq(unsetenv("WATCHDOG_PID"), 0);
-	ck_assert_int_eq(unsetenv("WATCHDOG_USEC"), 0);
-	ck_assert_int_eq(notify_watchdog_usec(&usec), 0);
-	ck_assert_int_eq(setenv("WATCHDOG_USEC", "3000000", 1), 0);
-	ck_assert_int_eq(notify_watchdog_usec(&usec), 1);
-	ck_assert_uint_eq(usec, 3000000);
-	(void)snprintf(buf, sizeof(buf), "%d", (int)getpid() + 1);
-	ck_assert_int_eq(setenv("WATCHDOG_PID", buf, 1), 0);
-	ck_assert_int_eq(notify_watchdog_usec(&usec), 0);
-	(void)snprintf(buf, sizeof(buf), "%d", (int)getpid());
-	ck_assert_int_eq(setenv("WATCHDOG_PID", buf, 1), 0);
-	ck_assert_int_eq(notify_watchdog_usec(&usec), 1);
-	ck_assert_int_eq(setenv("WATCHDOG_USEC", "soon", 1), 0);
-	ck_assert_int_lt(notify_watchdog_usec(&usec), 0);
-	ck_assert_int_eq(unsetenv("WATCHDOG_USEC"), 0);
-	ck_assert_int_eq(unsetenv("WATCHDOG_PID"), 0);
-}
-END_TEST
-
 static Suite *event_suite(void)
 {
 	Suite *s = suite_create("event");
@@ -417,7 +342,6 @@ static Suite *event_suite(void)
 	tcase_add_test(tc, test_signal);
 	tcase_add_test(tc, test_free_while_pending);
 	tcase_add_test(tc, test_default_per_thread);
-	tcase_add_test(tc, test_notify);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -114,7 +114,8 @@ START_TEST(test_service_restarted_100_times)
 
 		ck_assert_msg(tp_wait_for(tracing_in_instance, 10000), "cycle %d: no reconnect", i);
 		if (i == 0) {
-			usleep(300000); /* started: per-CPU readers and timers open */
+			/* draining: per-CPU readers and timers open */
+			ck_assert(tp_wait_read_events(fx.path, 1, 10000));
 			fds_before = count_fds(daemon);
 		}
 		ck_assert_int_eq(kill(svc, SIGKILL), 0);
@@ -126,7 +127,7 @@ START_TEST(test_service_restarted_100_times)
 		pid_t svc = spawn_service(cfg, out);
 
 		ck_assert(tp_wait_for(tracing_in_instance, 10000));
-		usleep(300000);
+		ck_assert(tp_wait_read_events(fx.path, tp_read_events(fx.path) + 1, 10000));
 		fds_after = count_fds(daemon);
 		ck_assert_int_eq(kill(svc, SIGKILL), 0);
 		(void)tp_wait_exit(svc);

@@ -14,6 +14,7 @@
 #include "protos/perfetto/trace/trace.pb-c.h"
 #include "smb/smb.h"
 #include "tests/ftrace_fixtures.h"
+#include "util/util_varint.h"
 
 /* ---- helpers ----------------------------------------------------------------- */
 
@@ -83,15 +84,7 @@ struct pbr {
 
 static bool pbr_varint(struct pbr *r, uint64_t *v)
 {
-	*v = 0;
-	for (int shift = 0; r->p < r->end && shift < 64; shift += 7) {
-		uint8_t b = *r->p++;
-
-		*v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return true;
-	}
-	return false;
+	return varint_get(&r->p, r->end, v);
 }
 
 /* Next field: number, wire type, varint value or (ptr,len). */

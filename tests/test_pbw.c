@@ -16,6 +16,7 @@
 #include "smb/pbw.h"
 #include "smb/smb.h"
 #include "util/util.h"
+#include "util/util_varint.h"
 
 /* TracePacket / FtraceEventBundle / FtraceEvent field numbers */
 #define TP_FTRACE_EVENTS 1
@@ -88,9 +89,9 @@ START_TEST(test_varints)
 	pbw_append_varint(&w, 16383);
 	ck_assert(!pbw_overflowed(&w));
 	assert_bytes(buf, written(&w), want, sizeof(want));
-	ck_assert_uint_eq(pbw_varint_len(UINT64_MAX), 10);
-	ck_assert_uint_eq(pbw_varint_len(127), 1);
-	ck_assert_uint_eq(pbw_varint_len(128), 2);
+	ck_assert_uint_eq(varint_len(UINT64_MAX), 10);
+	ck_assert_uint_eq(varint_len(127), 1);
+	ck_assert_uint_eq(varint_len(128), 2);
 }
 END_TEST
 
@@ -101,11 +102,11 @@ START_TEST(test_redundant_varint)
 	const uint8_t v0[] = { 0x80, 0x80, 0x80, 0x00 };
 	const uint8_t drop[] = { 0xff, 0xff, 0xff, 0x7f };
 
-	pbw_write_redundant_varint(b, 300);
+	varint_put_redundant4(b, 300);
 	assert_bytes(b, 4, v300, 4);
-	pbw_write_redundant_varint(b, 0);
+	varint_put_redundant4(b, 0);
 	assert_bytes(b, 4, v0, 4);
-	pbw_write_redundant_varint(b, SMB_PACKET_SIZE_DROP);
+	varint_put_redundant4(b, SMB_PACKET_SIZE_DROP);
 	assert_bytes(b, 4, drop, 4);
 }
 END_TEST

@@ -254,7 +254,8 @@ START_TEST(test_record_sigterm)
 	}
 	/* stop it once it is recording */
 	ck_assert(tp_wait_recording(fx.path, 30000));
-	usleep(300000);
+	/* and has drained some events, which the trace must then hold */
+	ck_assert(tp_wait_read_events(fx.path, 1, 30000));
 	ck_assert_int_eq(kill(pid, SIGTERM), 0);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status));
@@ -373,8 +374,9 @@ static void *marker_writer(void *arg)
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/trace_marker", fx.path);
-	(void)tp_wait_recording(fx.path, 30000);
-	usleep(100000);
+	/* once the recorder drains the instance, its start-up is over */
+	if (!tp_wait_recording(fx.path, 30000) || !tp_wait_read_events(fx.path, 1, 30000))
+		return NULL;
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;

@@ -97,14 +97,22 @@ static int child_main(unsigned ms, int report_fd)
 			if (write(to[i][1], &c, 1) != 1 || read(from[i][0], &c, 1) != 1)
 				return 3;
 		if (!forked && fork_now) {
-			pid_t pid = fork();
+			int gate[2];
+			pid_t pid;
 
+			if (pipe(gate) < 0)
+				return 4;
+			pid = fork();
 			if (pid == 0) {
+				close(gate[1]);
 				(void)prctl(PR_SET_NAME, "tp-short-lived");
-				usleep(20000);
+				/* blocks until the parent has reported it, then exits */
+				(void)!read(gate[0], &c, 1);
 				_exit(0);
 			}
+			close(gate[0]);
 			(void)!write(report_fd, &pid, sizeof(pid));
+			close(gate[1]);
 			(void)waitpid(pid, NULL, 0);
 			forked = true;
 		}
@@ -270,10 +278,10 @@ static void *kick_child(void *arg)
 {
 	struct spawned *c = arg;
 
-	(void)tp_wait_recording(g_instance_path, 60000);
-	usleep(200000);
+	/* recording and draining: the fork is traced, after the start-up scan */
+	if (tp_wait_recording(g_instance_path, 60000))
+		(void)tp_wait_read_events(g_instance_path, 1, 60000);
 	kill(c->pid, SIGUSR1);
-	usleep(300000);
 	return NULL;
 }
 

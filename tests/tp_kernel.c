@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -101,14 +102,27 @@ int tp_instance_create(const char *name, char *ret_path, size_t len)
 	return 0;
 }
 
+struct rmdir_arg {
+	const char *path;
+	int error;
+};
+
+static bool rmdir_done(void *arg)
+{
+	struct rmdir_arg *a = arg;
+
+	a->error = rmdir(a->path) < 0 ? errno : 0;
+	return a->error != EBUSY;
+}
+
 void tp_instance_remove(const char *name)
 {
 	char path[256];
+	struct rmdir_arg a = { .path = path };
 
 	snprintf(path, sizeof(path), TP_TRACEFS "/instances/%s", name);
 	/* a process that just exited may still hold its files for a moment */
-	for (int i = 0; i < 200 && rmdir(path) < 0 && errno == EBUSY; i++)
-		usleep(10000);
+	(void)tp_wait_until(rmdir_done, &a, 2000);
 	for (size_t i = 0; i < ARRAY_SIZE(created); i++)
 		if (strcmp(created[i], name) == 0)
 			created[i][0] = '\0';
@@ -243,14 +257,68 @@ int tp_workload_wait(struct tp_workload *w)
 	return status;
 }
 
+bool tp_wait_until(bool (*cond)(void *arg), void *arg, unsigned ms)
+{
+	uint64_t deadline = mono_ns() + (uint64_t)ms * 1000000ull;
+	const struct timespec pause = { .tv_nsec = 5 * 1000 * 1000 };
+
+	while (!cond(arg)) {
+		if (mono_ns() >= deadline)
+			return cond(arg);
+		(void)clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, NULL);
+	}
+	return true;
+}
+
+static bool call_plain(void *arg)
+{
+	bool (*const *cond)(void) = arg;
+
+	return (*cond)();
+}
+
 bool tp_wait_for(bool (*cond)(void), unsigned ms)
 {
-	for (unsigned i = 0; i < ms / 5; i++) {
-		if (cond())
-			return true;
-		usleep(5000);
+	return tp_wait_until(call_plain, &cond, ms);
+}
+
+uint64_t tp_read_events(const char *instance_dir)
+{
+	uint64_t total = 0;
+
+	for (unsigned cpu = 0;; cpu++) {
+		_cleanup_free_ char *stats = NULL;
+		char path[512];
+		const char *at;
+		uint64_t v;
+
+		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/stats", instance_dir, cpu);
+		if (read_full_file_at(AT_FDCWD, path, 1 << 16, &stats, NULL) < 0)
+			break;
+		at = strstr(stats, "read events:");
+		if (at && sscanf(at, "read events: %" SCNu64, &v) == 1)
+			total += v;
 	}
-	return cond();
+	return total;
+}
+
+struct read_events_arg {
+	const char *dir;
+	uint64_t n;
+};
+
+static bool read_events_reached(void *arg)
+{
+	const struct read_events_arg *a = arg;
+
+	return tp_read_events(a->dir) >= a->n;
+}
+
+bool tp_wait_read_events(const char *instance_dir, uint64_t n, unsigned ms)
+{
+	struct read_events_arg a = { .dir = instance_dir, .n = n };
+
+	return tp_wait_until(read_events_reached, &a, ms);
 }
 
 int tp_wait_exit(pid_t pid)
@@ -390,18 +458,16 @@ static bool tracing_on_in(const char *dir)
 	return read_full_file_at(AT_FDCWD, path, 64, &on, NULL) == 0 && on[0] == '1';
 }
 
+static bool recording(void *arg)
+{
+	const char *dir = arg;
+
+	return tp_event_enabled(dir, "sched_switch") && tracing_on_in(dir);
+}
+
 bool tp_wait_recording(const char *instance_dir, unsigned ms)
 {
-	unsigned i = 0;
-
-	for (; i < ms / 5 && !tp_event_enabled(instance_dir, "sched_switch"); i++)
-		usleep(5000);
-	for (; i < ms / 5; i++) {
-		if (tracing_on_in(instance_dir))
-			return true;
-		usleep(5000);
-	}
-	return false;
+	return tp_wait_until(recording, (void *)instance_dir, ms);
 }
 
 static void *deferred_main(void *arg)

@@ -54,8 +54,24 @@ int tp_workload_stop(struct tp_workload *w);
 
 /* ---- processes, for tests that run the daemon and the service ---------- */
 
-/* polls @cond every 5 ms for up to @ms; the daemon acts on its own schedule */
+/*
+ * Polls @cond(@arg) every few ms until it holds or @ms have passed on
+ * CLOCK_MONOTONIC: for state another process changes on its own schedule
+ * that no fd reports (tracefs files, /proc).  Returns: whether it held.
+ */
+bool tp_wait_until(bool (*cond)(void *arg), void *arg, unsigned ms);
+
+/* tp_wait_until() of a condition without an argument */
 bool tp_wait_for(bool (*cond)(void), unsigned ms);
+
+/*
+ * "read events" of every per_cpu/cpuN/stats of @instance_dir, summed: the
+ * events a reader has taken out of the ring buffer so far.
+ */
+uint64_t tp_read_events(const char *instance_dir);
+
+/* waits until tp_read_events(@instance_dir) >= @n; true if within @ms */
+bool tp_wait_read_events(const char *instance_dir, uint64_t n, unsigned ms);
 
 /* waitpid; returns the exit status, or 128 + signal */
 int tp_wait_exit(pid_t pid);
