@@ -221,6 +221,14 @@ static inline void cc_expect_same(const struct cc_list *want, const struct cc_li
 	ck_assert_uint_eq(want->n, got->n);
 }
 
+static inline void cc_pf_done(struct cc_pf *pf)
+{
+	if (pf->trace)
+		perfetto__protos__trace__free_unpacked(pf->trace, NULL);
+	free(pf->buf);
+	memset(pf, 0, sizeof(*pf));
+}
+
 /* Convert @dat into memory (a memfd). */
 static inline int cc_convert(const char *dat, bool compact, struct cc_pf *pf,
 			     struct convert_summary **ret_sum)
@@ -230,6 +238,7 @@ static inline int cc_convert(const char *dat, bool compact, struct cc_pf *pf,
 	struct stat st;
 
 	ck_assert_int_ge(fd, 0);
+	cc_pf_done(pf);
 	o.compact_sched = compact;
 	r = convert_file_isolated(dat, fd, &o, ret_sum);
 	ck_assert_int_eq(fstat(fd, &st), 0);
@@ -241,13 +250,6 @@ static inline int cc_convert(const char *dat, bool compact, struct cc_pf *pf,
 	return r;
 }
 
-static inline void cc_pf_done(struct cc_pf *pf)
-{
-	if (pf->trace)
-		perfetto__protos__trace__free_unpacked(pf->trace, NULL);
-	free(pf->buf);
-	memset(pf, 0, sizeof(*pf));
-}
 
 /* The whole check: convert, decode, compare with libtracecmd's records. */
 static inline void cc_check_file(const char *dat, bool compact, struct convert_summary **ret_sum,

@@ -25,7 +25,7 @@ run_build() {
 echo "== normal build"
 run_build build-test
 echo "== sanitizer build (address,undefined)"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	run_build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbench=false
 
 echo "== packaging: build the .deb, install it, verify the unit"

@@ -137,7 +137,9 @@ static int intern(struct builder *b, const char *s, size_t n, uint32_t *ret)
 		r = grow((void **)&b->arena, &b->arena_cap, b->arena_len + n, 1, 65536);
 	if (r < 0)
 		return r;
-	memcpy(b->arena + b->arena_len, s, n);
+	/* an empty token ("a__b") may come before the arena has any room */
+	if (n)
+		memcpy(b->arena + b->arena_len, s, n);
 	b->toks[b->n_toks] = (struct tok){ .off = (uint32_t)b->arena_len, .len = (uint32_t)n, .count = 1 };
 	b->arena_len += n;
 	b->slots[j] = (uint32_t)++b->n_toks;
