@@ -85,4 +85,4 @@ static inline bool smb_chunk_id_before(uint32_t a, uint32_t b)
 void smb_reader_drop_chunk(struct smb_reader *r, struct smb_chunk_rec *c);
 
 /* Validate a reassembled packet as traced's PacketStreamValidator does. */
-bool smb_packet_valid(const uint8_t *p, size_t len);
+bool smb_reader_packet_valid(const uint8_t *p, size_t len);

@@ -20,7 +20,7 @@ static const uint32_t reserved_fields[] = { 3, 10, 33, 35, 36, 50, 69, 79, 98, 1
 
 #define MAX_LD_LEN 0x0FFFFFFFu
 
-bool smb_packet_valid(const uint8_t *p, size_t len)
+bool smb_reader_packet_valid(const uint8_t *p, size_t len)
 {
 	const uint8_t *q = p, *end = p + len;
 
@@ -106,7 +106,7 @@ static int deliver(struct smb_reader *r, struct smb_seq *s, const uint8_t *data,
 	struct smb_packet pkt;
 	int k;
 
-	if (!smb_packet_valid(data, len)) {
+	if (!smb_reader_packet_valid(data, len)) {
 		r->stats.packets_invalid++;
 		return 0;
 	}
