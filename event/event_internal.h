@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
-/* Shared by the loop (event.c) and its sources (event_source.c). */
+/*
+ * Shared by the files of event/, bottom up: event.c (the loop and source
+ * objects: references, lifetimes, on/off, the pending queue),
+ * event_source.c (the kinds of sources) and event_loop.c (waiting and
+ * dispatching).  The two upper files call event.c only.
+ */
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -64,7 +69,16 @@ struct event {
 	int exit_code;
 };
 
+/* ---- event.c ----------------------------------------------------------- */
+uint64_t event_now_usec(void);
 void event_pending_add(struct event *e, struct event_source *s);
 void event_pending_remove(struct event *e, struct event_source *s);
+/* Point the signalfd at e->sigmask, creating it (and its epoll entry) first. */
 int event_signal_update(struct event *e);
-uint64_t event_now_usec(void);
+/* Allocate a source of @type, OFF, linked into @e's list; floating (owned by
+ * the loop) when @ret is NULL, else it holds a reference on @e.  The caller
+ * fills in the kind's fields and switches it on. */
+int event_source_link(struct event *e, struct event_source **ret, enum event_source_type type,
+		      void *userdata, struct event_source **out);
+/* Add @s's fd to the epoll set, or change its events there. */
+int event_source_io_register(struct event_source *s, uint32_t events);

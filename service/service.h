@@ -27,6 +27,9 @@
  * temporary name and renames only when the hook reports success (the test
  * tool tp-test-service does this).
  *
+ * The folder and this header are named for what it is, a service; every
+ * symbol, public or internal, carries the shorter prefix svc_.
+ *
  * Where this service knowingly differs from traced v58.2:
  *  - Output is always streamed, as traced does with write_into_file: a
  *    DISCARD buffer does not cap the total, and size_kb only bounds what a

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The service object: the IPC host with the ProducerPort service, the
- * producer connections, id allocation and the loop turn that sends what
- * handlers queued (traced posts those sends as tasks; see struct svc_out).
+ * The service object, the top of service/: the IPC host with the
+ * ProducerPort service (calls go to svc_port.c), the producer connections,
+ * the loop turn that sends what handlers queued (traced posts those sends
+ * as tasks; see struct svc_out), and the queries of service.h.
  */
 #include <string.h>
 #include <time.h>
@@ -27,11 +28,6 @@ static const char *const producer_port_methods[] = {
 	"UpdateDataSource",
 };
 
-uint64_t svc_now_boot_ns(void)
-{
-	return now_ns(CLOCK_BOOTTIME);
-}
-
 static void on_connect(struct ipc_conn *conn, void *userdata)
 {
 	struct svc *s = userdata;
@@ -55,7 +51,7 @@ static void on_disconnect(struct ipc_conn *conn, void *userdata)
 	if (!p)
 		return;
 	ipc_conn_set_userdata(conn, NULL);
-	svc_producer_disconnected(p);
+	svc_port_disconnected(p);
 	svc_producer_free(p);
 }
 
@@ -68,7 +64,7 @@ static int on_invoke(struct ipc_conn *conn, uint32_t method_id, const uint8_t *a
 	/* Returning < 0 makes the host reject the call and release @reply. */
 	if (!p || method_id == 0 || method_id > ARRAY_SIZE(producer_port_methods))
 		return -EINVAL;
-	return svc_producer_call(p, method_id, args, len, reply);
+	return svc_port_call(p, method_id, args, len, reply);
 }
 
 static int on_out_defer(struct event_source *es, void *userdata)
@@ -82,12 +78,6 @@ static int on_out_defer(struct event_source *es, void *userdata)
 		svc_producer_flush_outbox(p);
 	}
 	return 0;
-}
-
-void svc_producer_queue(struct svc_producer *p, struct svc_out *out)
-{
-	SVC_LIST_APPEND(outs, p, out);
-	(void)event_source_set_enabled(p->svc->out_defer, EVENT_ONESHOT);
 }
 
 int svc_new(struct event *e, const struct svc_options *o, struct svc **ret)
@@ -142,7 +132,7 @@ struct svc *svc_free(struct svc *s)
 
 		if (p->conn)
 			ipc_conn_set_userdata(p->conn, NULL);
-		svc_producer_disconnected(p);
+		svc_port_disconnected(p);
 		svc_producer_free(p);
 	}
 	/* Sessions stay owned by their callers; unlink them from us. */
@@ -173,59 +163,6 @@ int svc_adopt_connection(struct svc *s, int fd)
 		return -EINVAL;
 	}
 	return ipc_host_adopt(s->host, fd, NULL);
-}
-
-struct svc_producer *svc_producer_by_id(const struct svc *s, uint16_t id)
-{
-	for (struct svc_producer *p = s->producers_head; p; p = p->producers_next)
-		if (p->id == id && p->initialized)
-			return p;
-	return NULL;
-}
-
-struct svc_buffer *svc_buffer_by_id(const struct svc *s, uint16_t id, struct svc_session **ret_session)
-{
-	for (struct svc_session *ss = s->sessions_head; ss; ss = ss->sessions_next) {
-		if (ss->state == SVC_SESSION_DISABLED)
-			continue;
-		for (size_t i = 0; i < ss->n_buffers; i++)
-			if (ss->buffers[i].id == id) {
-				if (ret_session)
-					*ret_session = ss;
-				return &ss->buffers[i];
-			}
-	}
-	return NULL;
-}
-
-static bool buffer_id_in_use(const struct svc *s, uint16_t id)
-{
-	for (struct svc_session *ss = s->sessions_head; ss; ss = ss->sessions_next)
-		for (size_t i = 0; i < ss->n_buffers; i++)
-			if (ss->buffers[i].id == id)
-				return true;
-	return false;
-}
-
-int svc_buffer_id_alloc(struct svc *s, uint16_t *ret)
-{
-	/* traced's IdAllocator: round-robin from the last id, 0 is invalid. */
-	for (uint32_t n = 0; n < SVC_MAX_BUFFER_ID; n++) {
-		uint16_t id = (uint16_t)(s->last_buffer_id % SVC_MAX_BUFFER_ID + 1);
-
-		s->last_buffer_id = id;
-		if (!buffer_id_in_use(s, id)) {
-			*ret = id;
-			return 0;
-		}
-	}
-	return -ENOSPC;
-}
-
-void svc_notify_producer_hook(struct svc *s)
-{
-	if (s->producer_hook)
-		s->producer_hook(s, s->producer_hook_userdata);
 }
 
 void svc_set_producer_hook(struct svc *s, void (*cb)(struct svc *s, void *userdata), void *userdata)

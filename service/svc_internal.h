@@ -14,11 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "event/event.h"
 
 #include <string.h>
 
+#include "protos/perfetto/common/commit_data_request.pb-c.h"
 #include "protos/perfetto/config/data_source_config.pb-c.h"
 #include "protos/perfetto/config/trace_config.pb-c.h"
 #include "protos/perfetto/ipc/producer_port.pb-c.h"
@@ -82,6 +84,8 @@ static inline bool streq(const char *a, const char *b)
 #define SVC_MAX_BUFFER_ID 65535u
 #define SVC_MAX_BUFFERS_PER_SESSION 128u
 #define SVC_MAX_WRITER_ID 32767u
+/* svc_producer.writers[]: registered, target buffer in the low 16 bits. */
+#define SVC_WRITER_REGISTERED (1u << 16)
 #define SVC_DEFAULT_SHM_PAGE (4u * 1024)
 #define SVC_DEFAULT_SHM_SIZE (256u * 1024)
 #define SVC_MAX_SHM_PAGE (32u * 1024)
@@ -248,6 +252,7 @@ struct svc_session {
 	struct event_source *all_started_timer;
 	struct event_source *flush_defer;   /* completes acked / timed out flushes */
 	struct event_source *end_defer;     /* disables after a write error / size cap */
+	event_handler_t end_handler;        /* end_defer's, installed by svc_session.c */
 	struct event_source *done_defer;    /* runs the done hook */
 	bool write_stopped;
 	bool end_immediately;
@@ -339,55 +344,43 @@ struct svc {
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct svc *, svc_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct svc_session *, svc_session_free);
 
-/* ---- svc_core.c -------------------------------------------------------- */
-struct svc_producer *svc_producer_by_id(const struct svc *s, uint16_t id);
-struct svc_buffer *svc_buffer_by_id(const struct svc *s, uint16_t id, struct svc_session **ret_session);
-int svc_buffer_id_alloc(struct svc *s, uint16_t *ret);
-void svc_notify_producer_hook(struct svc *s);
-uint64_t svc_now_boot_ns(void);
+/*
+ * The files of service/, bottom up; each calls only files listed above it
+ * (tests/check_file_graph.py checks it):
+ *   svc_shm.c, svc_validate.c, svc_trace.c   leaves
+ *   svc_output.c    a session's file: records, producer packets, end of writing
+ *   svc_packets.c   the service's own packets (sequence 1)
+ *   svc_producer.c  one connection: command queue, SMB and reader, read pass
+ *   svc_commit.c    CommitData: chunks moved into the reader, patches
+ *   svc_session.c   sessions: start, data source instances, flushes, stop
+ *   svc_port.c      the ProducerPort methods, data source registry, disconnects
+ *   svc_core.c      the service object: IPC host, the send turn, queries
+ * Where a lower file must reach up it goes through a handler the upper one
+ * installed (svc_session.end_handler).
+ */
 
-/* ---- svc_producer.c ---------------------------------------------------- */
-int svc_producer_new(struct svc *s, struct ipc_conn *conn, struct svc_producer **ret);
-void svc_producer_disconnected(struct svc_producer *p);
-struct svc_producer *svc_producer_free(struct svc_producer *p);
-/* Dispatch one ProducerPort call (@method_id: 1-based, declaration order).
- * Returns < 0 for undecodable arguments (the host then rejects the call). */
-int svc_producer_call(struct svc_producer *p, uint32_t method_id, const uint8_t *args, size_t len,
-		      struct ipc_reply *reply);
-int svc_producer_send_command(struct svc_producer *p, const Perfetto__Protos__GetAsyncCommandResponse *cmd,
-			      bool with_smb_fd);
-int svc_producer_ensure_smb(struct svc_producer *p, const Perfetto__Protos__TraceConfig *cfg,
-			    uint64_t budget);
-bool svc_producer_buffer_allowed(const struct svc_producer *p, uint16_t buffer_id);
-int svc_producer_allow_buffer(struct svc_producer *p, uint16_t buffer_id);
-void svc_producer_disallow_buffer(struct svc_producer *p, uint16_t buffer_id);
-void svc_producer_flush_outbox(struct svc_producer *p);
-/* Read every complete packet out of the producer's reader into the sessions. */
-void svc_producer_read(struct svc_producer *p, bool final);
-bool svc_producer_in_session(const struct svc_producer *p, const struct svc_session *ss);
+/* traced's clock for service events and packet timestamps. */
+static inline uint64_t svc_now_boot_ns(void)
+{
+	return now_ns(CLOCK_BOOTTIME);
+}
 
-/* Queue @out (taking it) and arm the loop turn that sends it. */
-void svc_producer_queue(struct svc_producer *p, struct svc_out *out);
+/* Arm a defer source of @ss's loop with @cb(@ss), creating it on first use.
+ * Returns -ESHUTDOWN once the service is gone. */
+static inline int svc_session_arm_defer(struct svc_session *ss, struct event_source **src,
+					event_handler_t cb)
+{
+	int r;
 
-/* ---- svc_session.c ----------------------------------------------------- */
-/* A producer registered @reg: set it up (and start it) in running sessions. */
-void svc_session_on_register(struct svc *s, struct svc_ds_reg *reg);
-/* @reg goes away (unregister or disconnect): stop and forget its instances. */
-void svc_session_on_unregister(struct svc *s, struct svc_ds_reg *reg);
-void svc_session_on_ds_started(struct svc *s, struct svc_producer *p, uint64_t inst_id);
-void svc_session_on_ds_stopped(struct svc *s, struct svc_producer *p, uint64_t inst_id);
-void svc_session_on_flush_ack(struct svc *s, struct svc_producer *p, uint64_t flush_id);
-/* Deliver one reassembled producer packet (from svc_producer_read). */
-int svc_session_packet(struct svc_session *ss, struct svc_producer *p, const uint8_t *data, size_t len,
-		       uint16_t writer_id, uint32_t buffer_index, uint32_t previous_packet_dropped);
-/* After a read pass: write pending service packets, flush the file. */
-void svc_session_after_read(struct svc_session *ss);
-void svc_session_abort_all(struct svc *s);
-/* Append one record to the session file.  Reaching max_file_size_bytes
- * disables tracing as traced does; a write error fails the session.
- * Returns 0 or the write error. */
-int svc_session_write(struct svc_session *ss, const uint8_t *data, size_t len, const uint8_t *trailer,
-		      size_t tlen);
+	if (!ss->svc)
+		return -ESHUTDOWN;
+	if (!*src) {
+		r = event_add_defer(ss->svc->event, src, cb, ss);
+		if (r < 0)
+			return r;
+	}
+	return event_source_set_enabled(*src, EVENT_ONESHOT);
+}
 
 /* ---- svc_shm.c --------------------------------------------------------- */
 /* traced's EnsureValidShmSizes. */
@@ -396,7 +389,7 @@ int svc_shm_create(size_t size, int *ret_fd, void **ret_base);
 
 /* ---- svc_validate.c ---------------------------------------------------- */
 /* traced's PacketStreamValidator: false if the packet must be dropped. */
-bool svc_packet_valid(const uint8_t *data, size_t len);
+bool svc_validate_packet(const uint8_t *data, size_t len);
 
 /* ---- svc_trace.c: the output file -------------------------------------- */
 int svc_trace_new(int fd, uint64_t max_size, struct svc_trace **ret);
@@ -407,6 +400,20 @@ int svc_trace_append(struct svc_trace *t, const uint8_t *data, size_t len, const
 		     size_t tlen);
 int svc_trace_flush(struct svc_trace *t);
 uint64_t svc_trace_bytes(const struct svc_trace *t);
+
+/* ---- svc_output.c: what goes into a session's file ---------------------- */
+/* Append one record to the session file.  Reaching max_file_size_bytes
+ * disables tracing as traced does; a write error fails the session (both
+ * through ss->end_handler, on a loop turn of its own).
+ * Returns 0 or the write error. */
+int svc_output_write(struct svc_session *ss, const uint8_t *data, size_t len, const uint8_t *trailer,
+		     size_t tlen);
+/* After a read pass or a service packet: push the buffered records out. */
+void svc_output_flush(struct svc_session *ss);
+/* Write one reassembled producer packet, validated, with the trusted
+ * fields appended (@buffer_index: into ss->buffers). */
+int svc_output_packet(struct svc_session *ss, struct svc_producer *p, const uint8_t *data, size_t len,
+		      uint16_t writer_id, uint32_t buffer_index, uint32_t previous_packet_dropped);
 
 /* ---- svc_packets.c: the service's own packets (sequence 1) ------------- */
 /* Each writes one packet to @ss's file now; returns 0 or the write error. */
@@ -421,3 +428,52 @@ int svc_packets_event(struct svc_session *ss, uint32_t field, uint64_t ts);
 /* slow_starting_data_sources / last_flush_slow_data_sources. */
 int svc_packets_slow_data_sources(struct svc_session *ss, uint32_t field, bool (*pick)(const struct svc_ds_inst *i, const void *arg), const void *arg);
 int svc_packets_trace_stats(struct svc_session *ss);
+
+/* ---- svc_producer.c ---------------------------------------------------- */
+int svc_producer_new(struct svc *s, struct ipc_conn *conn, struct svc_producer **ret);
+/* Free @p (after svc_port_disconnected()).  Returns NULL. */
+struct svc_producer *svc_producer_free(struct svc_producer *p);
+/* Queue @out (taking it) and arm the loop turn that sends it. */
+void svc_producer_queue(struct svc_producer *p, struct svc_out *out);
+int svc_producer_send_command(struct svc_producer *p, const Perfetto__Protos__GetAsyncCommandResponse *cmd,
+			      bool with_smb_fd);
+/* Send everything queued (from the service's send turn). */
+void svc_producer_flush_outbox(struct svc_producer *p);
+/* GetAsyncCommand: @reply becomes the command stream (a held SetupTracing
+ * goes out on it now). */
+void svc_producer_bind_async(struct svc_producer *p, struct ipc_reply *reply);
+/* Disconnected: drop what is queued and the command stream. */
+void svc_producer_close(struct svc_producer *p);
+int svc_producer_ensure_smb(struct svc_producer *p, const Perfetto__Protos__TraceConfig *cfg,
+			    uint64_t budget);
+bool svc_producer_buffer_allowed(const struct svc_producer *p, uint16_t buffer_id);
+int svc_producer_allow_buffer(struct svc_producer *p, uint16_t buffer_id);
+void svc_producer_disallow_buffer(struct svc_producer *p, uint16_t buffer_id);
+bool svc_producer_in_session(const struct svc_producer *p, const struct svc_session *ss);
+/* The buffer @id names in a running session, and that session. */
+struct svc_buffer *svc_producer_buffer_by_id(const struct svc *s, uint16_t id,
+					     struct svc_session **ret_session);
+/* Read every complete packet out of the producer's reader into the sessions. */
+void svc_producer_read(struct svc_producer *p, bool final);
+
+/* ---- svc_commit.c ------------------------------------------------------ */
+/* Move and patch the chunks of one CommitData (the reader must exist). */
+void svc_commit_apply(struct svc_producer *p, const Perfetto__Protos__CommitDataRequest *req);
+
+/* ---- svc_session.c ----------------------------------------------------- */
+/* A producer registered @reg: set it up (and start it) in running sessions. */
+void svc_session_on_register(struct svc *s, struct svc_ds_reg *reg);
+/* @reg goes away (unregister or disconnect): stop and forget its instances. */
+void svc_session_on_unregister(struct svc *s, struct svc_ds_reg *reg);
+void svc_session_on_ds_started(struct svc *s, struct svc_producer *p, uint64_t inst_id);
+void svc_session_on_ds_stopped(struct svc *s, struct svc_producer *p, uint64_t inst_id);
+void svc_session_on_flush_ack(struct svc *s, struct svc_producer *p, uint64_t flush_id);
+void svc_session_abort_all(struct svc *s);
+
+/* ---- svc_port.c -------------------------------------------------------- */
+/* Dispatch one ProducerPort call (@method_id: 1-based, declaration order).
+ * Returns < 0 for undecodable arguments (the host then rejects the call). */
+int svc_port_call(struct svc_producer *p, uint32_t method_id, const uint8_t *args, size_t len,
+		  struct ipc_reply *reply);
+/* The connection is gone: undo the producer's registrations (idempotent). */
+void svc_port_disconnected(struct svc_producer *p);

@@ -42,7 +42,7 @@ static int emit(struct svc_session *ss, Perfetto__Protos__TracePacket *tp)
 	if (!buf)
 		return -ENOMEM;
 	perfetto__protos__trace_packet__pack(tp, buf);
-	return svc_session_write(ss, buf, len, NULL, 0);
+	return svc_output_write(ss, buf, len, NULL, 0);
 }
 
 int svc_packets_clock_snapshot(struct svc_session *ss)

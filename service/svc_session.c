@@ -20,7 +20,6 @@
 #include "protos/perfetto/config/data_source_config.pb-c.h"
 #include "service/svc_internal.h"
 #include "util/util.h"
-#include "util/util_varint.h"
 
 #define MAX_CONCURRENT_SESSIONS 15u
 #define GUARDRAIL_MAX_BUFFER_KB (128u * 1024)
@@ -58,20 +57,6 @@ static uint64_t aligned_delay_ms(uint32_t period_ms)
 	return period_ms - wall_ms % period_ms;
 }
 
-static int arm_defer(struct svc_session *ss, struct event_source **src, event_handler_t cb)
-{
-	int r;
-
-	if (!ss->svc)
-		return -ESHUTDOWN;
-	if (!*src) {
-		r = event_add_defer(ss->svc->event, src, cb, ss);
-		if (r < 0)
-			return r;
-	}
-	return event_source_set_enabled(*src, EVENT_ONESHOT);
-}
-
 static void *copy_message(const ProtobufCMessage *m)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
@@ -90,7 +75,7 @@ static void write_event(struct svc_session *ss, uint32_t field, bool snapshot_cl
 	if (snapshot_clocks)
 		(void)svc_packets_clock_snapshot(ss);
 	(void)svc_packets_event(ss, field, svc_now_boot_ns());
-	svc_session_after_read(ss);
+	svc_output_flush(ss);
 }
 
 static int send_simple(struct svc_producer *p, Perfetto__Protos__GetAsyncCommandResponse *cmd)
@@ -102,8 +87,10 @@ static int send_simple(struct svc_producer *p, Perfetto__Protos__GetAsyncCommand
 	return r;
 }
 
-/* ---- output ----------------------------------------------------------- */
+/* ---- the end of writing --------------------------------------------------- */
 
+/* ss->end_handler: svc_output.c arms it when the file stops taking writes
+ * (a write error, or max_file_size_bytes). */
 static int on_end_defer(struct event_source *es, void *userdata)
 {
 	struct svc_session *ss = userdata;
@@ -111,124 +98,6 @@ static int on_end_defer(struct event_source *es, void *userdata)
 	(void)es;
 	disable_tracing(ss, ss->end_immediately);
 	return 0;
-}
-
-int svc_session_write(struct svc_session *ss, const uint8_t *data, size_t len, const uint8_t *trailer,
-		      size_t tlen)
-{
-	int r;
-
-	if (ss->write_stopped)
-		return 0;
-	r = svc_trace_append(ss->trace, data, len, trailer, tlen);
-	ss->stats.bytes = svc_trace_bytes(ss->trace);
-	if (r == 0)
-		return 0;
-	ss->write_stopped = true;
-	if (r > 0) {
-		/* max_file_size_bytes: traced stops writing and disables
-		 * tracing the normal way (stop acks, no final flush). */
-		ss->end_immediately = false;
-		r = 0;
-	} else {
-		if (!ss->error)
-			ss->error = r;
-		ss->end_immediately = true;
-	}
-	/* Not from here: we may be deep inside a read pass. */
-	(void)arm_defer(ss, &ss->end_defer, on_end_defer);
-	return r;
-}
-
-void svc_session_after_read(struct svc_session *ss)
-{
-	int r;
-
-	if (ss->write_stopped)
-		return;
-	r = svc_trace_flush(ss->trace);
-	if (r < 0) {
-		ss->write_stopped = true;
-		if (!ss->error)
-			ss->error = r;
-		ss->end_immediately = true;
-		(void)arm_defer(ss, &ss->end_defer, on_end_defer);
-	}
-}
-
-static uint32_t sequence_id(struct svc_session *ss, uint16_t producer_id, uint16_t writer_id,
-			    uint32_t buffer_index)
-{
-	struct svc_seq *q;
-
-	if (ss->last_seq_hit < ss->n_seqs) {
-		q = &ss->seqs[ss->last_seq_hit];
-		if (q->producer_id == producer_id && q->writer_id == writer_id)
-			return q->seq_id;
-	}
-	for (size_t i = 0; i < ss->n_seqs; i++) {
-		q = &ss->seqs[i];
-		if (q->producer_id == producer_id && q->writer_id == writer_id) {
-			ss->last_seq_hit = i;
-			return q->seq_id;
-		}
-	}
-	if (ss->n_seqs == ss->cap_seqs) {
-		size_t cap = ss->cap_seqs ? ss->cap_seqs * 2 : 16;
-		struct svc_seq *n = realloc(ss->seqs, cap * sizeof(*n));
-
-		if (!n)
-			return 0;
-		ss->seqs = n;
-		ss->cap_seqs = cap;
-	}
-	/* traced: one id per (producer, writer) in order of first packet,
-	 * counting up from the service's own sequence 1. */
-	q = &ss->seqs[ss->n_seqs];
-	*q = (struct svc_seq){
-		.producer_id = producer_id,
-		.writer_id = writer_id,
-		.seq_id = ++ss->last_seq_id,
-		.buffer_index = buffer_index,
-	};
-	ss->last_seq_hit = ss->n_seqs++;
-	return q->seq_id;
-}
-
-static uint8_t *put_varint_field(uint8_t *t, uint32_t field, uint64_t v)
-{
-	t = varint_put(t, (uint64_t)field << 3);
-	return varint_put(t, v);
-}
-
-int svc_session_packet(struct svc_session *ss, struct svc_producer *p, const uint8_t *data, size_t len,
-		       uint16_t writer_id, uint32_t buffer_index, uint32_t previous_packet_dropped)
-{
-	/* trusted_uid (3), trusted_packet_sequence_id (10), trusted_pid (79),
-	 * previous_packet_dropped (42): appended after the producer's bytes,
-	 * so they win over anything the producer wrote. */
-	uint8_t trailer[4 * 12], *t = trailer;
-	uint32_t seq;
-
-	if (ss->write_stopped || ss->state == SVC_SESSION_DISABLED || len == 0)
-		return 0;
-	if (!svc_packet_valid(data, len)) {
-		ss->stats.invalid_packets++;
-		return 0;
-	}
-	seq = sequence_id(ss, p->id, writer_id, buffer_index);
-	if (seq == 0)
-		return -ENOMEM;
-	t = put_varint_field(t, 3, (uint64_t)(int64_t)(int32_t)p->uid);
-	t = put_varint_field(t, 10, seq);
-	if (p->have_pid)
-		t = put_varint_field(t, 79, (uint64_t)(int64_t)(int32_t)p->pid);
-	if (previous_packet_dropped)
-		t = put_varint_field(t, 42, previous_packet_dropped);
-	ss->stats.packets++;
-	ss->buffers[buffer_index].bytes_read += len;
-	ss->buffers[buffer_index].packets_read++;
-	return svc_session_write(ss, data, len, trailer, (size_t)(t - trailer));
 }
 
 /* ---- data source instances ------------------------------------------------- */
@@ -568,7 +437,7 @@ static int on_flush_defer(struct event_source *es, void *userdata)
 	/* One per turn: the callback may free the session. */
 	for (struct svc_flush *g = ss->flushes_head; g; g = g->flushes_next)
 		if (g->completed) {
-			(void)arm_defer(ss, &ss->flush_defer, on_flush_defer);
+			(void)svc_session_arm_defer(ss, &ss->flush_defer, on_flush_defer);
 			break;
 		}
 
@@ -578,7 +447,7 @@ static int on_flush_defer(struct event_source *es, void *userdata)
 		ss->stats.flushes_acked++;
 	else
 		ss->stats.flushes_timed_out++;
-	svc_session_after_read(ss);
+	svc_output_flush(ss);
 	if (f->final) {
 		bool ok = f->success;
 
@@ -601,7 +470,7 @@ static void flush_complete_later(struct svc_flush *f, bool success)
 	f->completed = true;
 	f->success = success;
 	f->timer = event_source_disable_unref(f->timer);
-	(void)arm_defer(f->session, &f->session->flush_defer, on_flush_defer);
+	(void)svc_session_arm_defer(f->session, &f->session->flush_defer, on_flush_defer);
 }
 
 static bool inst_of_pending_producer(const struct svc_ds_inst *i, const void *arg)
@@ -793,13 +662,13 @@ static void finalize(struct svc_session *ss)
 	write_event(ss, SVC_EVENT_TRACING_DISABLED, /* snapshot_clocks= */ true);
 	(void)svc_packets_event(ss, SVC_EVENT_READ_TRACING_BUFFERS_COMPLETED, svc_now_boot_ns());
 	(void)svc_packets_trace_stats(ss);
-	svc_session_after_read(ss);
+	svc_output_flush(ss);
 	/* The file is complete: late flush completions write nothing. */
 	ss->write_stopped = true;
 	release_buffers(ss);
 	ss->done = true;
 	if (s)
-		(void)arm_defer(ss, &ss->done_defer, on_done_defer);
+		(void)svc_session_arm_defer(ss, &ss->done_defer, on_done_defer);
 }
 
 static int on_stop_timeout(struct event_source *es, uint64_t usec, void *userdata)
@@ -892,7 +761,7 @@ static int on_snapshot(struct event_source *es, uint64_t usec, void *userdata)
 	(void)svc_packets_sync_marker(ss);
 	(void)svc_packets_clock_snapshot(ss);
 	(void)svc_packets_trace_stats(ss);
-	svc_session_after_read(ss);
+	svc_output_flush(ss);
 	return rearm(es, ss->svc->opts.snapshot_interval_ms);
 }
 
@@ -1063,6 +932,30 @@ static int write_head(struct svc_session *ss)
 	return r;
 }
 
+static bool buffer_id_in_use(const struct svc *s, uint16_t id)
+{
+	for (struct svc_session *ss = s->sessions_head; ss; ss = ss->sessions_next)
+		for (size_t i = 0; i < ss->n_buffers; i++)
+			if (ss->buffers[i].id == id)
+				return true;
+	return false;
+}
+
+static int buffer_id_alloc(struct svc *s, uint16_t *ret)
+{
+	/* traced's IdAllocator: round-robin from the last id, 0 is invalid. */
+	for (uint32_t n = 0; n < SVC_MAX_BUFFER_ID; n++) {
+		uint16_t id = (uint16_t)(s->last_buffer_id % SVC_MAX_BUFFER_ID + 1);
+
+		s->last_buffer_id = id;
+		if (!buffer_id_in_use(s, id)) {
+			*ret = id;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
 int svc_session_start(struct svc *s, const Perfetto__Protos__TraceConfig *cfg, int out_fd,
 		      const struct svc_session_hooks *h, void *userdata, struct svc_session **ret)
 {
@@ -1079,6 +972,7 @@ int svc_session_start(struct svc *s, const Perfetto__Protos__TraceConfig *cfg, i
 	if (!ss)
 		return -ENOMEM;
 	ss->svc = s;
+	ss->end_handler = on_end_defer;
 	ss->state = SVC_SESSION_STARTED;
 	ss->last_seq_id = SVC_SERVICE_SEQUENCE_ID;
 	if (h)
@@ -1106,7 +1000,7 @@ int svc_session_start(struct svc *s, const Perfetto__Protos__TraceConfig *cfg, i
 	for (size_t i = 0; i < cfg->n_buffers; i++) {
 		struct svc_buffer *b = &ss->buffers[i];
 
-		r = svc_buffer_id_alloc(s, &b->id);
+		r = buffer_id_alloc(s, &b->id);
 		if (r < 0)
 			return r;
 		b->size = (uint64_t)cfg->buffers[i]->size_kb * 1024;

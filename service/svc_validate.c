@@ -26,7 +26,7 @@ static bool reserved_field(uint32_t field)
 /* Max length of a length-delimited field (2^28 - 1), as protozero. */
 #define MAX_LEN_FIELD 0x0FFFFFFFu
 
-bool svc_packet_valid(const uint8_t *data, size_t len)
+bool svc_validate_packet(const uint8_t *data, size_t len)
 {
 	const uint8_t *p = data, *end = data + len;
 
