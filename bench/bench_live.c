@@ -3,7 +3,7 @@
  * bench_live - the tracers side by side on a live workload.
  *
  *   bench_live [-t SECONDS] [-w PAIRS] [-r ROUNDS] [--recorder PATH] [--service PATH]
- *              [--only floor|compact|compact-read|plain|daemon|trace-cmd|sweep] [--no-trace-cmd] [--rows]
+ *              [--only floor|compact|compact-mmap|plain|daemon|trace-cmd|sweep] [--no-trace-cmd] [--rows]
  *
  * The pipe ping-pong workload runs for SECONDS (default 5) alone, then under
  * each tracer in turn; each tracer is started first, the workload runs once
@@ -13,8 +13,8 @@
  *     records (bench_walk.h), nothing else;
  *   - traced-probes record -i <instance>, compact_sched on, then off
  *     (--no-process-names, default 8 MiB buffers and 100 ms drains); the
- *     compact run again with TRACED_PROBES_FTRACE_MMAP=0 (read() instead of
- *     the mapped ring buffer, on kernels that map it);
+ *     compact run again with TRACED_PROBES_FTRACE_MMAP=1 (the mapped ring
+ *     buffers instead of read(), on kernels that map them);
  *   - traced-probes as the daemon (default settings: compact_sched, 100 ms
  *     drains, the default buffer size) plus linux.process_stats (a /proc
  *     scan at start, new pids looked up after each pass), connected to
@@ -1009,7 +1009,7 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: %s [-t SECONDS] [-w PAIRS] [-r ROUNDS] [--recorder PATH] [--service PATH]\n"
-			       "       [--only floor|compact|compact-read|plain|daemon|trace-cmd|sweep] [--no-trace-cmd]"
+			       "       [--only floor|compact|compact-mmap|plain|daemon|trace-cmd|sweep] [--no-trace-cmd]"
 			       " [--rows]\n", argv[0]);
 			return 0;
 		default:
@@ -1092,7 +1092,7 @@ static bool want(const char *what)
 
 int main(int argc, char **argv)
 {
-	struct live_result floor_res = {}, comp = {}, comp_read = {}, plain = {}, tc = {}, dmn = {};
+	struct live_result floor_res = {}, comp = {}, comp_map = {}, plain = {}, tc = {}, dmn = {};
 	_cleanup_free_ char *recorder = NULL, *service = NULL, *notes_buf = NULL;
 	char self[PATH_MAX];
 	double base1 = 0, base2 = 0, base, floor_ns;
@@ -1162,12 +1162,12 @@ int main(int argc, char **argv)
 			(void)run_recorder(true, &tmp, notes);
 			keep_best(&comp, &tmp, true);
 		}
-		if (!arg_stop && want("compact-read")) {
-			/* The same producer with read() instead of the mapping. */
-			(void)setenv("TRACED_PROBES_FTRACE_MMAP", "0", 1);
+		if (!arg_stop && want("compact-mmap")) {
+			/* The same producer reading through the ring buffers' mapping. */
+			(void)setenv("TRACED_PROBES_FTRACE_MMAP", "1", 1);
 			(void)run_recorder(true, &tmp, notes);
 			(void)unsetenv("TRACED_PROBES_FTRACE_MMAP");
-			keep_best(&comp_read, &tmp, true);
+			keep_best(&comp_map, &tmp, true);
 		}
 		if (!arg_stop && want("plain")) {
 			(void)run_recorder(false, &tmp, notes);
@@ -1206,7 +1206,7 @@ int main(int argc, char **argv)
 	floor_ns = floor_res.ok ? ns_per_event(&floor_res, false) : 0;
 	print_live_row("floor (read+walk every 100 ms), live", &floor_res, base, false, -1);
 	print_live_row("traced-probes producer, compact, live", &comp, base, true, floor_ns);
-	print_live_row("traced-probes producer, compact, read(), live", &comp_read, base, true, floor_ns);
+	print_live_row("traced-probes producer, compact, mmap, live", &comp_map, base, true, floor_ns);
 	print_live_row("traced-probes producer, plain, live", &plain, base, true, floor_ns);
 	print_live_row("traced-probes daemon, compact, live", &dmn, base, false, floor_ns);
 	print_live_row("trace-cmd record, live", &tc, base, false, floor_ns);
@@ -1228,15 +1228,16 @@ int main(int argc, char **argv)
 		   " trace-cmd's .dat is zstd-compressed");
 	if (comp.ok && comp.rss_kb)
 		bench_note(stdout, "traced-probes record (compact) RSS just before the stop: %.1f MiB ="
-			   " anon %.1f + file %.1f (of which the mapped ring buffers, kernel pages: %.1f)"
-			   " + shmem %.1f (the SMB; the service thread and its buffers live in the same"
-			   " process)", comp.rss_kb / 1024.0, comp.rss_anon_kb / 1024.0,
-			   comp.rss_file_kb / 1024.0, comp.map_kb / 1024.0, comp.rss_shmem_kb / 1024.0);
-	if (comp_read.ok && comp_read.rss_kb)
-		bench_note(stdout, "traced-probes record (compact, read()) RSS just before the stop: %.1f MiB"
-			   " = anon %.1f + file %.1f + shmem %.1f", comp_read.rss_kb / 1024.0,
-			   comp_read.rss_anon_kb / 1024.0, comp_read.rss_file_kb / 1024.0,
-			   comp_read.rss_shmem_kb / 1024.0);
+			   " anon %.1f + file %.1f + shmem %.1f (the SMB; the service thread and its"
+			   " buffers live in the same process)", comp.rss_kb / 1024.0,
+			   comp.rss_anon_kb / 1024.0, comp.rss_file_kb / 1024.0,
+			   comp.rss_shmem_kb / 1024.0);
+	if (comp_map.ok && comp_map.rss_kb)
+		bench_note(stdout, "traced-probes record (compact, mmap) RSS just before the stop: %.1f MiB"
+			   " = anon %.1f (ours) + file %.1f (of which the mapped ring buffers, the kernel's"
+			   " pages: %.1f) + shmem %.1f", comp_map.rss_kb / 1024.0,
+			   comp_map.rss_anon_kb / 1024.0, comp_map.rss_file_kb / 1024.0,
+			   comp_map.map_kb / 1024.0, comp_map.rss_shmem_kb / 1024.0);
 	if (dmn.ok)
 		bench_note(stdout, "traced-probes daemon (default settings plus linux.process_stats, service in another process):"
 			   " peak RSS (VmHWM) %.2f MiB; just before the stop %.2f MiB = anon %.2f (ours) + file"
@@ -1246,8 +1247,8 @@ int main(int argc, char **argv)
 			   dmn.rss_file_kb / 1024.0, dmn.map_kb / 1024.0, dmn.rss_shmem_kb / 1024.0,
 			   dmn.window_ns ? (double)dmn.commits * 1e9 / (double)dmn.window_ns : 0.0);
 	{
-		const struct live_result *rs[] = { &floor_res, &comp, &comp_read, &plain, &dmn };
-		const char *names[] = { "floor", "record compact", "record compact read()", "record plain",
+		const struct live_result *rs[] = { &floor_res, &comp, &comp_map, &plain, &dmn };
+		const char *names[] = { "floor", "record compact", "record compact mmap", "record plain",
 					"daemon" };
 		double fl = floor_res.steady_events ? (double)floor_res.steady_ns / floor_res.steady_events : 0;
 		char line[768];

@@ -219,10 +219,13 @@ START_TEST(test_daemon_sigkill_recovered)
 	snprintf(log_path, sizeof(log_path), "%s/recover.log", tmpdir);
 	write_config(cfg, 600000);
 	svc = spawn_service(cfg, out);
+	/* The daemon reads through the ring buffer's mapping where the kernel
+	 * has one (asked for: it is off by default). */
+	(void)setenv("TRACED_PROBES_FTRACE_MMAP", "1", 1);
 	daemon = spawn_daemon(-1, NULL);
+	(void)unsetenv("TRACED_PROBES_FTRACE_MMAP");
 	ck_assert(tp_wait_for(tracing_in_instance, 10000));
-	/* Where the kernel maps ring buffers, the daemon reads through the
-	 * mapping: wait until it does, so that the kill hits a mapped reader. */
+	/* Wait until it maps, so that the kill hits a mapped reader. */
 	g_daemon = daemon;
 	if (kernel_maps_ring_buffers())
 		ck_assert_msg(tp_wait_for(daemon_maps_buffer, 10000), "no trace_pipe_raw mapping");

@@ -10,7 +10,7 @@
  *   - buffer_percent wake-ups through poll() on the mapped fd;
  *   - a reader SIGKILLed while it maps the buffer: the kernel unmaps it, the
  *     buffer can be resized and read() again;
- *   - TRACED_PROBES_FTRACE_MMAP=0: read() on the same kernel.
+ *   - read() without TRACED_PROBES_FTRACE_MMAP=1 (the default) or with =0.
  * On kernels without mapped ring buffers (before 6.10) the same tests check
  * that the read() path is taken.  Needs root and tracefs (77 otherwise).
  */
@@ -220,7 +220,8 @@ static void setup(void)
 		(void)rmdir(INST_DIR);
 	ck_assert_int_eq(mkdir(INST_DIR, 0755), 0);
 	write_file("buffer_size_kb", "1024");
-	unsetenv("TRACED_PROBES_FTRACE_MMAP");
+	/* The mapping is asked for (it is off by default). */
+	setenv("TRACED_PROBES_FTRACE_MMAP", "1", 1);
 }
 
 static void teardown(void)
@@ -465,7 +466,11 @@ START_TEST(test_mmap_off_reads)
 	(void)drain(&rd, &ta, true);
 	ck_assert_uint_eq(ta.markers, 500);
 	reader_close(&rd);
+	/* Off by default too. */
 	unsetenv("TRACED_PROBES_FTRACE_MMAP");
+	reader_open(&rd);
+	ck_assert(!ftrace_cpu_mapped(rd.c, NULL));
+	reader_close(&rd);
 }
 END_TEST
 

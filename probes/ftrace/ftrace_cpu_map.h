@@ -14,14 +14,14 @@
 
 struct ftrace_cpu_map;
 
-/* False once a kernel without mapped ring buffers was seen, or when the
- * environment turns the mapping off (TRACED_PROBES_FTRACE_MMAP=0). */
+/* True when TRACED_PROBES_FTRACE_MMAP=1 is in the environment, until a
+ * kernel without mapped ring buffers was seen. */
 bool ftrace_cpu_map_enabled(void);
 
 /*
  * ftrace_cpu_map_open - map the ring buffer behind @fd (trace_pipe_raw of
  * one CPU, stays open and owned by the caller while the map lives).
- * Returns: 0, -EOPNOTSUPP when mapping is off, -ENODEV on a kernel that
+ * Returns: 0, -EOPNOTSUPP when mapping is not asked for, -ENODEV on a kernel that
  * cannot map (remembered), -EBUSY and others when this buffer refuses.
  */
 int ftrace_cpu_map_open(int fd, size_t page_size, unsigned commit_size, struct ftrace_cpu_map **ret);
