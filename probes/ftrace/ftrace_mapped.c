@@ -120,40 +120,50 @@ int ftrace_mapped_init(struct ftrace_mapped *m, const void *meta, const void *su
 	return 0;
 }
 
-/* The rest of the reader sub-buffer from m->pos, as read()'s copy. */
-static void copy_rest(struct ftrace_mapped *m, const uint8_t *page, uint32_t commit, uint8_t *buf)
+/*
+ * Bytes [m->pos, @end) of the reader sub-buffer, as read()'s copy: from its
+ * start (and to the commit) the page keeps its lost-events flags and the
+ * count the kernel stored after the data.
+ */
+static void copy_part(struct ftrace_mapped *m, const uint8_t *page, uint32_t commit, uint32_t end,
+		      uint8_t *buf)
 {
-	uint32_t size = commit & FTRACE_PAGE_COMMIT_MASK, n = size - m->pos;
-	size_t hs = m->header_size, end = hs + n;
-	uint64_t word = m->pos ? n : commit;
+	uint32_t size = commit & FTRACE_PAGE_COMMIT_MASK, n = end - m->pos;
+	bool whole = m->pos == 0 && end == size;
+	size_t hs = m->header_size, stop = hs + n;
+	uint64_t word = whole ? commit : n;
 
 	memcpy(buf, &m->pos_ts, 8);
 	memcpy(buf + 8, &word, m->commit_size);
 	memcpy(buf + hs, page + hs + m->pos, n);
-	/* From its start, the page keeps its lost-events flags, and the count
-	 * the kernel stored after the data. */
-	if (!m->pos && (commit & FTRACE_PAGE_MISSED_STORED) && m->page_size - end >= m->commit_size) {
-		memcpy(buf + end, page + end, m->commit_size);
-		end += m->commit_size;
+	if (whole && (commit & FTRACE_PAGE_MISSED_STORED) && m->page_size - stop >= m->commit_size) {
+		memcpy(buf + stop, page + stop, m->commit_size);
+		stop += m->commit_size;
 	}
-	memset(buf + end, 0, m->page_size - end);
-	m->pos_ts = ftrace_mapped_read_stamp(page + hs, m->pos, size, m->pos_ts);
-	m->pos = size;
+	memset(buf + stop, 0, m->page_size - stop);
+	m->pos_ts = ftrace_mapped_read_stamp(page + hs, m->pos, end, m->pos_ts);
+	m->pos = end;
 	m->copied++;
 }
 
+/*
+ * We hand over only what the kernel has counted read: up to reader.read as
+ * the last swap call left it, never the bytes committed since.  The kernel's
+ * "read events" then always equal the events we parsed, as with read(), and
+ * one swap call per step is enough (it either marks new bytes read or swaps).
+ */
 int ftrace_mapped_next(struct ftrace_mapped *m, uint8_t *buf, const uint8_t **ret_page,
 		       bool *ret_caught_up)
 {
 	const uint32_t data_max = (uint32_t)(m->page_size - m->header_size);
-	bool again = true;
 
 	/* Bounded: a swap brings a sub-buffer with data, or nothing. */
-	for (unsigned loops = 0; loops < 8; loops++) {
+	for (unsigned loops = 0; loops < 4; loops++) {
 		const uint8_t *page = m->subbufs + (size_t)m->id * m->page_size;
 		uint32_t commit = load_commit(page);
 		uint32_t size = commit & FTRACE_PAGE_COMMIT_MASK;
-		uint32_t id;
+		uint32_t end = size < m->kread ? size : m->kread;
+		uint32_t id, kread;
 		int r;
 
 		if (size > data_max)
@@ -163,39 +173,29 @@ int ftrace_mapped_next(struct ftrace_mapped *m, uint8_t *buf, const uint8_t **re
 			 * go on from what the reader page holds now. */
 			memcpy(&m->pos_ts, page, 8);
 			m->pos_ts = ftrace_mapped_read_stamp(page + m->header_size, 0, size, m->pos_ts);
-			m->pos = size;
+			m->pos = end = size;
 		}
-		if (m->pos < size) {
+		if (m->pos < end) {
 			/* Less room left than the smallest event: the writer
 			 * has gone, the sub-buffer will not change again. */
-			bool complete = data_max - size < FTRACE_RB_MIN_EVENT;
+			bool complete = data_max - end < FTRACE_RB_MIN_EVENT;
 
-			if (m->pos == 0 && complete) {
+			if (m->pos == 0 && end == size && complete) {
 				*ret_page = page;
-				m->pos = size;
+				m->pos = end;
 				m->in_place++;
 			} else {
-				copy_rest(m, page, commit, buf);
+				copy_part(m, page, commit, end, buf);
 				*ret_page = buf;
 			}
 			*ret_caught_up = !complete;
 			return 1;
 		}
-		/*
-		 * All of it handed over.  GET_READER first marks the reader
-		 * sub-buffer read up to its commit, and swaps only if it
-		 * already was: a second call is needed when we took bytes
-		 * committed after the last call.
-		 */
-		if (!again)
-			return 0;
-		/* Only a call that marked new bytes read may be followed by
-		 * one that swaps. */
-		again = m->kread < m->pos;
 		r = m->get_reader(m->ctx);
 		if (r < 0)
 			return r;
 		id = load_u32(&m->meta->reader.id);
+		kread = load_u32(&m->meta->reader.read);
 		if (id >= m->nr_subbufs)
 			return -EIO;
 		if (id != m->id) {
@@ -203,9 +203,11 @@ int ftrace_mapped_next(struct ftrace_mapped *m, uint8_t *buf, const uint8_t **re
 			m->pos = 0;
 			memcpy(&m->pos_ts, m->subbufs + (size_t)id * m->page_size, 8);
 			m->swaps++;
-			again = true;
+		} else if (kread <= m->pos) {
+			m->kread = kread;
+			return 0;
 		}
-		m->kread = load_u32(&m->meta->reader.read);
+		m->kread = kread;
 	}
 	return 0;
 }

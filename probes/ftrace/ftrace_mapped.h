@@ -66,7 +66,8 @@ struct ftrace_mapped {
 	uint32_t id;
 	uint32_t pos;
 	uint64_t pos_ts;
-	uint32_t kread;                 /* reader.read after our last swap call */
+	uint32_t kread;                 /* reader.read after our last swap call: we hand
+					 * over nothing past it */
 	/* Counters, for tests and benchmarks. */
 	uint64_t in_place, copied, swaps;
 };
