@@ -3,7 +3,7 @@
  * bench_live - the tracers side by side on a live workload.
  *
  *   bench_live [-t SECONDS] [-w PAIRS] [-r ROUNDS] [--recorder PATH] [--service PATH]
- *              [--only floor|compact|plain|daemon|trace-cmd|sweep] [--no-trace-cmd] [--rows]
+ *              [--only floor|compact|compact-mmap|plain|daemon|trace-cmd|sweep] [--no-trace-cmd] [--rows]
  *
  * The pipe ping-pong workload runs for SECONDS (default 5) alone, then under
  * each tracer in turn; each tracer is started first, the workload runs once
@@ -12,7 +12,9 @@
  *     every CPU's trace_pipe_raw of an instance every 100 ms and walks the
  *     records (bench_walk.h), nothing else;
  *   - traced-probes record -i <instance>, compact_sched on, then off
- *     (--no-process-names, default 8 MiB buffers and 100 ms drains);
+ *     (--no-process-names, default 8 MiB buffers and 100 ms drains); the
+ *     compact run again with TRACED_PROBES_FTRACE_MMAP=1 (the mapped ring
+ *     buffers instead of read(), on kernels that map them);
  *   - traced-probes as the daemon (default settings: compact_sched, 100 ms
  *     drains, the default buffer size) plus linux.process_stats (a /proc
  *     scan at start, new pids looked up after each pass), connected to
@@ -23,7 +25,9 @@
  * CPU is wait4()'s rusage of the tracer (children included); for
  * traced-probes record, whose service thread stands in for traced, the
  * producer's main thread alone (schedstat of the exited child) and the
- * whole process in a note.  Peak RSS is ru_maxrss, events what the tracer
+ * whole process in a note.  RSS notes split anon (ours) from file-backed,
+ * and give the mapped ring buffers (the kernel's pages, Rss of the
+ * trace_pipe_raw mappings in smaps) apart.  Peak RSS is ru_maxrss, events what the tracer
  * says it recorded, slowdown how much longer a round trip of the workload
  * takes than alone (mean of a run before and after).  Also the time from
  * exec to the events being enabled and to the first drain.  A note gives
@@ -80,6 +84,7 @@ struct live_result {
 	double enabled_ms, drain_ms;   /* exec -> events on, -> first read; < 0 unknown */
 	long rss_kb, rss_anon_kb, rss_file_kb, rss_shmem_kb;   /* just before the stop */
 	long hwm_kb;            /* VmHWM just before the stop */
+	long map_kb;            /* of rss_kb: the mapped ring buffers (kernel pages) */
 	uint64_t steady_ns;     /* main-thread CPU during the workload window */
 	uint64_t steady_events; /* events read (kernel count) during the window */
 	uint64_t commits;       /* CommitData requests the service got (daemon) */
@@ -246,6 +251,31 @@ static void read_rss(pid_t pid, struct live_result *res)
 		for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
 			if (strncmp(line, keys[i], strlen(keys[i])) == 0)
 				(void)sscanf(line + strlen(keys[i]), "%ld", vals[i]);
+	fclose(f);
+
+	/*
+	 * The mapped ring buffers are the kernel's pages, counted in RssFile:
+	 * the Rss of the trace_pipe_raw mappings in smaps, to report apart.
+	 */
+	(void)snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	{
+		bool in_map = false;
+		long kb;
+
+		res->map_kb = 0;
+		/* A mapping's header line names the file; its Rss line follows. */
+		while (fgets(line, sizeof(line), f)) {
+			if (strstr(line, "trace_pipe_raw")) {
+				in_map = true;
+			} else if (in_map && sscanf(line, "Rss: %ld kB", &kb) == 1) {
+				res->map_kb += kb;
+				in_map = false;
+			}
+		}
+	}
 	fclose(f);
 }
 
@@ -979,7 +1009,7 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: %s [-t SECONDS] [-w PAIRS] [-r ROUNDS] [--recorder PATH] [--service PATH]\n"
-			       "       [--only floor|compact|plain|daemon|trace-cmd|sweep] [--no-trace-cmd]"
+			       "       [--only floor|compact|compact-mmap|plain|daemon|trace-cmd|sweep] [--no-trace-cmd]"
 			       " [--rows]\n", argv[0]);
 			return 0;
 		default:
@@ -1062,7 +1092,7 @@ static bool want(const char *what)
 
 int main(int argc, char **argv)
 {
-	struct live_result floor_res = {}, comp = {}, plain = {}, tc = {}, dmn = {};
+	struct live_result floor_res = {}, comp = {}, comp_map = {}, plain = {}, tc = {}, dmn = {};
 	_cleanup_free_ char *recorder = NULL, *service = NULL, *notes_buf = NULL;
 	char self[PATH_MAX];
 	double base1 = 0, base2 = 0, base, floor_ns;
@@ -1132,6 +1162,13 @@ int main(int argc, char **argv)
 			(void)run_recorder(true, &tmp, notes);
 			keep_best(&comp, &tmp, true);
 		}
+		if (!arg_stop && want("compact-mmap")) {
+			/* The same producer reading through the ring buffers' mapping. */
+			(void)setenv("TRACED_PROBES_FTRACE_MMAP", "1", 1);
+			(void)run_recorder(true, &tmp, notes);
+			(void)unsetenv("TRACED_PROBES_FTRACE_MMAP");
+			keep_best(&comp_map, &tmp, true);
+		}
 		if (!arg_stop && want("plain")) {
 			(void)run_recorder(false, &tmp, notes);
 			keep_best(&plain, &tmp, true);
@@ -1169,6 +1206,7 @@ int main(int argc, char **argv)
 	floor_ns = floor_res.ok ? ns_per_event(&floor_res, false) : 0;
 	print_live_row("floor (read+walk every 100 ms), live", &floor_res, base, false, -1);
 	print_live_row("traced-probes producer, compact, live", &comp, base, true, floor_ns);
+	print_live_row("traced-probes producer, compact, mmap, live", &comp_map, base, true, floor_ns);
 	print_live_row("traced-probes producer, plain, live", &plain, base, true, floor_ns);
 	print_live_row("traced-probes daemon, compact, live", &dmn, base, false, floor_ns);
 	print_live_row("trace-cmd record, live", &tc, base, false, floor_ns);
@@ -1194,19 +1232,26 @@ int main(int argc, char **argv)
 			   " buffers live in the same process)", comp.rss_kb / 1024.0,
 			   comp.rss_anon_kb / 1024.0, comp.rss_file_kb / 1024.0,
 			   comp.rss_shmem_kb / 1024.0);
+	if (comp_map.ok && comp_map.rss_kb)
+		bench_note(stdout, "traced-probes record (compact, mmap) RSS just before the stop: %.1f MiB"
+			   " = anon %.1f (ours) + file %.1f (of which the mapped ring buffers, the kernel's"
+			   " pages: %.1f) + shmem %.1f", comp_map.rss_kb / 1024.0,
+			   comp_map.rss_anon_kb / 1024.0, comp_map.rss_file_kb / 1024.0,
+			   comp_map.map_kb / 1024.0, comp_map.rss_shmem_kb / 1024.0);
 	if (dmn.ok)
 		bench_note(stdout, "traced-probes daemon (default settings plus linux.process_stats, service in another process):"
-			   " peak RSS (VmHWM) %.2f MiB; just before the stop %.2f MiB = anon %.2f + file"
-			   " %.2f + shmem %.2f (the SMB); CPU is the whole daemon process; %.1f SMB commits"
-			   " per second",
+			   " peak RSS (VmHWM) %.2f MiB; just before the stop %.2f MiB = anon %.2f (ours) + file"
+			   " %.2f (of which the mapped ring buffers, the kernel's pages: %.2f) + shmem %.2f"
+			   " (the SMB); CPU is the whole daemon process; %.1f SMB commits per second",
 			   dmn.hwm_kb / 1024.0, dmn.rss_kb / 1024.0, dmn.rss_anon_kb / 1024.0,
-			   dmn.rss_file_kb / 1024.0, dmn.rss_shmem_kb / 1024.0,
+			   dmn.rss_file_kb / 1024.0, dmn.map_kb / 1024.0, dmn.rss_shmem_kb / 1024.0,
 			   dmn.window_ns ? (double)dmn.commits * 1e9 / (double)dmn.window_ns : 0.0);
 	{
-		const struct live_result *rs[] = { &floor_res, &comp, &plain, &dmn };
-		const char *names[] = { "floor", "record compact", "record plain", "daemon" };
+		const struct live_result *rs[] = { &floor_res, &comp, &comp_map, &plain, &dmn };
+		const char *names[] = { "floor", "record compact", "record compact mmap", "record plain",
+					"daemon" };
 		double fl = floor_res.steady_events ? (double)floor_res.steady_ns / floor_res.steady_events : 0;
-		char line[512];
+		char line[768];
 		int k = snprintf(line, sizeof(line), "steady state (main thread's CPU during the workload"
 				 " over the events read in it; setup and teardown left out):");
 

@@ -2,8 +2,9 @@
 /*
  * Faults: the service killed and restarted 100 times under a running
  * daemon (every reconnect made, no fd leaked, tracefs restored each time);
- * the daemon itself SIGKILLed mid-recording (the next start puts tracefs
- * back and says so); the recorder's disk filling up (an error, and no file
+ * the daemon itself SIGKILLed mid-recording while it maps the ring buffer
+ * (the next start puts tracefs back and says so, and read() works on the
+ * buffer again); the recorder's disk filling up (an error, and no file
  * that looks complete); tracefs not mounted (mounted again, in a private
  * mount namespace).
  */
@@ -14,6 +15,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -64,6 +66,67 @@ static void write_config(const char *path, unsigned duration_ms)
 		   "duration_ms: %u\n",
 		fx.instance, duration_ms);
 	fclose(f);
+}
+
+static pid_t g_daemon;
+
+/* trace_pipe_raw has an mmap on Linux 6.10 and later. */
+static bool kernel_maps_ring_buffers(void)
+{
+	char path[700];
+	bool ok;
+	void *m;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/per_cpu/cpu0/trace_pipe_raw", fx.path);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	m = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
+	ok = m != MAP_FAILED;
+	if (ok)
+		(void)munmap(m, (size_t)sysconf(_SC_PAGESIZE));
+	close(fd);
+	return ok;
+}
+
+static bool daemon_maps_buffer(void)
+{
+	_cleanup_free_ char *maps = NULL;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)g_daemon);
+	if (read_full_file_at(AT_FDCWD, path, 1 << 22, &maps, NULL) < 0)
+		return false;
+	return strstr(maps, "trace_pipe_raw") != NULL;
+}
+
+/* A marker written on CPU 0 comes back through read() of cpu0's trace_pipe_raw. */
+static bool buffer_readable_by_read(void)
+{
+	char path[700];
+	uint8_t page[65536];
+	cpu_set_t old, one;
+	ssize_t k = -1;
+	int fd, mk;
+
+	snprintf(path, sizeof(path), "%s/trace_marker", fx.path);
+	mk = open(path, O_WRONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "%s/per_cpu/cpu0/trace_pipe_raw", fx.path);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (mk >= 0 && fd >= 0 && sched_getaffinity(0, sizeof(old), &old) == 0) {
+		CPU_ZERO(&one);
+		CPU_SET(0, &one);
+		if (sched_setaffinity(0, sizeof(one), &one) == 0 &&
+		    write(mk, "tp-after-kill", 13) == 13)
+			k = read(fd, page, sizeof(page));
+		(void)sched_setaffinity(0, sizeof(old), &old);
+	}
+	if (mk >= 0)
+		close(mk);
+	if (fd >= 0)
+		close(fd);
+	return k > 0 && memmem(page, (size_t)k, "tp-after-kill", 13) != NULL;
 }
 
 static pid_t spawn_service(const char *cfg, const char *out)
@@ -157,8 +220,16 @@ START_TEST(test_daemon_sigkill_recovered)
 	snprintf(log_path, sizeof(log_path), "%s/recover.log", tmpdir);
 	write_config(cfg, 600000);
 	svc = spawn_service(cfg, out);
+	/* The daemon reads through the ring buffer's mapping where the kernel
+	 * has one (asked for: it is off by default). */
+	(void)setenv("TRACED_PROBES_FTRACE_MMAP", "1", 1);
 	daemon = spawn_daemon(-1, NULL);
+	(void)unsetenv("TRACED_PROBES_FTRACE_MMAP");
 	ck_assert(tp_wait_for(tracing_in_instance, 10000));
+	/* Wait until it maps, so that the kill hits a mapped reader. */
+	g_daemon = daemon;
+	if (kernel_maps_ring_buffers())
+		ck_assert_msg(tp_wait_for(daemon_maps_buffer, 10000), "no trace_pipe_raw mapping");
 	/* no chance to clean up: tracefs stays changed */
 	ck_assert_int_eq(kill(daemon, SIGKILL), 0);
 	ck_assert_int_eq(tp_wait_exit(daemon), 128 + SIGKILL);
@@ -175,6 +246,10 @@ START_TEST(test_daemon_sigkill_recovered)
 	ck_assert(tracefs_restored());
 	ck_assert_int_eq(read_full_file_at(AT_FDCWD, log_path, 1 << 16, &log, NULL), 0);
 	ck_assert_msg(strstr(log, "Restored") != NULL, "log: %s", log);
+	/* The kernel dropped the killed daemon's mapping with the process: the
+	 * buffer was resized back (restored above, EBUSY while mapped), and
+	 * read() takes pages from it again. */
+	ck_assert_msg(buffer_readable_by_read(), "ring buffer not readable by read() after the kill");
 }
 END_TEST
 

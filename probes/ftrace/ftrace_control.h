@@ -433,13 +433,36 @@ void ftrace_cpu_begin_pass(struct ftrace_cpu *c);
 size_t ftrace_cpu_page_size(const struct ftrace_cpu *c);
 
 /**
- * ftrace_cpu_read_page - read one whole page into @page (page_size bytes).
- * No allocation.
+ * ftrace_cpu_read_page - the next whole page of this CPU, no allocation.
+ * Read with read() into @buf (page_size bytes), or, when the buffer is
+ * mapped, either in place in the mapping or copied into @buf as read()
+ * would have returned it.
+ * @ret_page: the page to parse (@buf or the mapping), valid until the next
+ *   call on @c.
  * @ret_status: FTRACE_CPU_MORE, or FTRACE_CPU_EMPTY when nothing was read
  *   or the page read shows we caught up with the writer.
  * @ret_parse_status: set to a FtraceParseStatus (2 unexpected read error, 3
  *   partial page) when a read failed that way, untouched otherwise.
- * Returns: 1 with a page stored, 0 with none, or -errno for a read error.
+ * Returns: 1 with a page, 0 with none, or -errno for a read error.
  */
-int ftrace_cpu_read_page(struct ftrace_cpu *c, void *page, enum ftrace_cpu_read_status *ret_status,
-			 int *ret_parse_status);
+int ftrace_cpu_read_page(struct ftrace_cpu *c, void *buf, const uint8_t **ret_page,
+			 enum ftrace_cpu_read_status *ret_status, int *ret_parse_status);
+
+/* What a mapped reader saw: the meta page's counters as of the last swap,
+ * and how the pages were handed over. */
+struct ftrace_cpu_map_counters {
+	uint64_t entries;       /* events in the buffer */
+	uint64_t overrun;       /* events overwritten (lost) */
+	uint64_t read;          /* events consumed */
+	uint64_t lost_events;   /* lost at the last swap, not yet reported */
+	uint64_t in_place;      /* pages parsed in the mapping */
+	uint64_t copied;        /* pages copied (the writer's page, read() style) */
+	uint64_t swaps;         /* reader sub-buffers swapped in */
+	size_t mapped_bytes;    /* size of the mapping (kernel pages) */
+};
+
+/**
+ * ftrace_cpu_mapped - whether @c reads through the ring buffer's mapping
+ * (false: read()), and if so its counters in @ret (may be NULL).
+ */
+bool ftrace_cpu_mapped(const struct ftrace_cpu *c, struct ftrace_cpu_map_counters *ret);

@@ -9,6 +9,10 @@
  * page header's commit word (its size comes from events/header_page, via
  * the format table) tells how full a page was, which is how we see that we
  * caught up with the writer.
+ *
+ * Where the kernel can map the buffer (ftrace_cpu_mmap.c), the pages come
+ * from the mapping instead and read() is not called; the fd stays open for
+ * the mapping's ioctl and for poll().
  */
 
 #include <fcntl.h>
@@ -17,6 +21,7 @@
 #include <tracefs.h>
 
 #include "probes/ftrace/ftrace_control.h"
+#include "probes/ftrace/ftrace_cpu_map.h"
 #include "probes/ftrace/ftrace_parse.h"
 #include "util/util.h"
 
@@ -29,6 +34,7 @@ struct ftrace_cpu {
 	unsigned commit_size;
 	size_t pages_this_pass;
 	int fd;                 /* borrowed from tcpu, for poll wake-ups */
+	struct ftrace_cpu_map *map;     /* NULL: read() */
 };
 
 int ftrace_cpu_open(struct ftrace_tracefs *t, unsigned cpu, size_t page_size, unsigned commit_size,
@@ -61,6 +67,9 @@ int ftrace_cpu_open(struct ftrace_tracefs *t, unsigned cpu, size_t page_size, un
 		return r;
 	}
 	c->fd = TAKE_FD(fd); /* owned by tcpu now: tracefs_cpu_close() closes it */
+	/* Any refusal leaves this CPU on read(): the mapping is only faster. */
+	if (ftrace_cpu_map_enabled())
+		(void)ftrace_cpu_map_open(c->fd, page_size, commit_size, &c->map);
 	*ret = c;
 	return 0;
 }
@@ -74,6 +83,8 @@ struct ftrace_cpu *ftrace_cpu_free(struct ftrace_cpu *c)
 {
 	if (!c)
 		return NULL;
+	/* Unmapped before the fd closes, though either order is fine. */
+	ftrace_cpu_map_free(c->map);
 	if (c->tcpu)
 		tracefs_cpu_close(c->tcpu);
 	free(c);
@@ -110,13 +121,49 @@ static size_t page_data_length(const struct ftrace_cpu *c, const uint8_t *page)
 	return (size_t)(commit & FTRACE_PAGE_COMMIT_MASK);
 }
 
-int ftrace_cpu_read_page(struct ftrace_cpu *c, void *page, enum ftrace_cpu_read_status *ret_status,
-			int *ret_parse_status)
+bool ftrace_cpu_mapped(const struct ftrace_cpu *c, struct ftrace_cpu_map_counters *ret)
+{
+	if (!c || !c->map)
+		return false;
+	if (ret)
+		ftrace_cpu_map_counters(c->map, ret);
+	return true;
+}
+
+static int read_mapped(struct ftrace_cpu *c, void *buf, const uint8_t **ret_page,
+		       enum ftrace_cpu_read_status *ret_status, int *ret_parse_status)
+{
+	bool caught_up = false;
+	int k;
+
+	k = ftrace_cpu_map_next(c->map, buf, ret_page, &caught_up);
+	if (k < 0) {
+		/* The buffer going away under us reads as empty, as with read(). */
+		if (k == -ENODEV || k == -EBUSY)
+			return 0;
+		*ret_parse_status = FTRACE_STATUS_UNEXPECTED_READ_ERROR;
+		return k;
+	}
+	if (k == 0)
+		return 0;
+	c->pages_this_pass++;
+	/* The writer's own page ends the pass for this CPU, as a short read() does. */
+	if (!caught_up)
+		*ret_status = FTRACE_CPU_MORE;
+	return 1;
+}
+
+int ftrace_cpu_read_page(struct ftrace_cpu *c, void *buf, const uint8_t **ret_page,
+			 enum ftrace_cpu_read_status *ret_status, int *ret_parse_status)
 {
 	size_t header = c->commit_offset + c->commit_size;
+	uint8_t *page = buf;
 	int k;
 
 	*ret_status = FTRACE_CPU_EMPTY;
+	if (c->map)
+		return read_mapped(c, buf, ret_page, ret_status, ret_parse_status);
+	*ret_page = page;
 	errno = 0;
 	k = tracefs_cpu_read(c->tcpu, page, /* nonblock= */ true);
 	if (k == 0 || (k < 0 && errno == EAGAIN))

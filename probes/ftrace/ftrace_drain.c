@@ -115,6 +115,21 @@ void ftrace_drain_add_reader(struct ftrace_drain *d, struct ftrace_drain_reader 
 	d->readers = r;
 }
 
+/*
+ * The per-CPU readers go with the last data source, before it restores
+ * tracefs: a mapped ring buffer cannot be resized (EBUSY), so the buffer
+ * size could not be put back while we still map it.
+ */
+static void close_cpus(struct ftrace_drain *d)
+{
+	if (d->wake)
+		for (unsigned i = 0; i < d->n_cpus; i++)
+			d->wake[i] = event_source_disable_unref(d->wake[i]);
+	for (unsigned i = 0; i < d->n_cpus; i++)
+		d->cpus[i] = ftrace_cpu_free(d->cpus[i]);
+	d->cpus_open = false;
+}
+
 void ftrace_drain_remove_reader(struct ftrace_drain *d, struct ftrace_drain_reader *r)
 {
 	for (struct ftrace_drain_reader **p = &d->readers; *p; p = &(*p)->next)
@@ -124,6 +139,8 @@ void ftrace_drain_remove_reader(struct ftrace_drain *d, struct ftrace_drain_read
 		}
 	r->next = NULL;
 	r->started = false;
+	if (!d->readers)
+		close_cpus(d);
 }
 
 struct ftrace_drain_reader *ftrace_drain_first_reader(const struct ftrace_drain *d)
@@ -185,7 +202,9 @@ static void pass_begin(struct ftrace_drain *d)
  * A batch is up to FTRACE_BATCH_PAGES pages, one bundle per reader (as
  * Perfetto).  Each page is parsed as soon as read() has copied it: one
  * page buffer, still in L1 for the parser, and the next copy lands in it
- * again rather than in cold memory.
+ * again rather than in cold memory.  With a mapped buffer, the page is
+ * parsed where the kernel wrote it, and the buffer only holds the
+ * writer's page copied at the end of a CPU's turn.
  */
 static void batch_begin(struct ftrace_drain *d, unsigned cpu)
 {
@@ -194,11 +213,11 @@ static void batch_begin(struct ftrace_drain *d, unsigned cpu)
 			r->ops->batch_begin(r, cpu, d->page_size);
 }
 
-static void batch_page(struct ftrace_drain *d)
+static void batch_page(struct ftrace_drain *d, const uint8_t *page)
 {
 	for (struct ftrace_drain_reader *r = d->readers; r; r = r->next)
 		if (r->started)
-			r->ops->batch_page(r, d->page);
+			r->ops->batch_page(r, page);
 }
 
 static void batch_end(struct ftrace_drain *d)
@@ -253,11 +272,12 @@ int ftrace_drain_pass(struct ftrace_drain *d, bool flush, bool *ret_more)
 			batch_begin(d, cpu);
 			while (in_batch < FTRACE_BATCH_PAGES && budget > 0) {
 				enum ftrace_cpu_read_status st;
+				const uint8_t *page = NULL;
 				int pst = 0, k;
 
-				k = ftrace_cpu_read_page(c, d->page, &st, &pst);
+				k = ftrace_cpu_read_page(c, d->page, &page, &st, &pst);
 				if (k > 0) {
-					batch_page(d);
+					batch_page(d, page);
 					d->pages_read++;
 					in_batch++;
 					budget--;

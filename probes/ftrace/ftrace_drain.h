@@ -74,7 +74,8 @@ struct ftrace_format_table *ftrace_drain_format_table(const struct ftrace_drain 
 /* _SC_NPROCESSORS_CONF, at most FTRACE_MAX_CPUS: the size of per-CPU arrays. */
 unsigned ftrace_drain_n_cpus(const struct ftrace_drain *d);
 
-/* Attach or detach @r (not started).  Detaching a started reader stops it. */
+/* Attach or detach @r (not started).  Detaching a started reader stops it;
+ * detaching the last one closes (and unmaps) the per-CPU readers. */
 void ftrace_drain_add_reader(struct ftrace_drain *d, struct ftrace_drain_reader *r);
 void ftrace_drain_remove_reader(struct ftrace_drain *d, struct ftrace_drain_reader *r);
 /* The first attached reader, NULL if none. */
