@@ -294,6 +294,24 @@ int ftrace_format_table_load_printk(struct ftrace_format_table *t)
 	return printk_parse(t);
 }
 
+int ftrace_format_table_set_printk_text(struct ftrace_format_table *t, const char *text)
+{
+	char *copy;
+
+	if (!t || !text)
+		return -EINVAL;
+	copy = strdup(text);
+	if (!copy)
+		return -ENOMEM;
+	free(t->printk);
+	free(t->printk_text);
+	t->printk = NULL;
+	t->n_printk = 0;
+	t->printk_text = copy;
+	t->printk_loaded = true;
+	return printk_parse(t);
+}
+
 const char *ftrace_format_table_printk_lookup(const struct ftrace_format_table *t,
 					      uint64_t addr, size_t *ret_len)
 {
