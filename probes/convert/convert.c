@@ -33,8 +33,14 @@
 #include "smb/pbw.h"
 #include "util/util.h"
 
+/* The fuzzer builds with small ones, so that batch and table limits are
+ * reached with small inputs and every input runs fast. */
+#ifndef CONVERT_BATCH_PAGES
 #define CONVERT_BATCH_PAGES 64u
+#endif
+#ifndef CONVERT_PIDSET_CAP
 #define CONVERT_PIDSET_CAP (1u << 17)
+#endif
 #define CONVERT_THREADS_PER_PACKET 1024u
 #define CONVERT_PROGRESS_PAGES 1024u
 
