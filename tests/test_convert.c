@@ -23,6 +23,7 @@ static const char *const goldens[] = {
 	"irq-v7-zstd.dat",
 	"syscalls-v7.dat",
 	"lost-b64-v6.dat",
+	"lost-b4-v7.dat",
 };
 
 START_TEST(test_golden)
@@ -52,6 +53,97 @@ START_TEST(test_golden_symbols)
 	cc_check_file(path, true, &sum, &pf);
 	ck_assert_uint_gt(pf.symbols, 0);
 	ck_assert_uint_eq(pf.symbols, sum->symbols);
+	cc_pf_done(&pf);
+}
+END_TEST
+
+/* The earliest event of a bundle, compact columns included. */
+static uint64_t bundle_first_ts(const Perfetto__Protos__FtraceEventBundle *b)
+{
+	uint64_t first = UINT64_MAX;
+
+	for (size_t e = 0; e < b->n_event; e++)
+		first = MIN(first, b->event[e]->timestamp);
+	if (b->compact_sched && b->compact_sched->n_switch_timestamp)
+		first = MIN(first, b->compact_sched->switch_timestamp[0]);
+	if (b->compact_sched && b->compact_sched->n_waking_timestamp)
+		first = MIN(first, b->compact_sched->waking_timestamp[0]);
+	return first;
+}
+
+/*
+ * Real kernel losses (trace-cmd record -b 4 under perf bench sched
+ * messaging): `trace-cmd report` prints "CPU:0 [294 EVENTS DROPPED]" and
+ * "CPU:0 [EVENTS DROPPED]" (lost, count not stored).  Each is a bundle
+ * with lost_events on that CPU starting at the record report prints next,
+ * and the summary has the same counts.
+ */
+START_TEST(test_golden_losses)
+{
+	_cleanup_free_ char *path = golden("lost-b4-v7.dat");
+	_cleanup_free_ struct convert_summary *sum = NULL;
+	struct tracecmd_input *h, *ih;
+	struct cc_pf pf = {};
+	struct {
+		int cpu;
+		uint64_t ts;
+		int missed;
+	} drops[16];
+	size_t n_drops = 0, matched = 0;
+	uint64_t lost_bundles[2] = {};
+
+	cc_check_file(path, true, &sum, &pf);
+	h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(tracecmd_buffer_instances(h), 1);
+	ih = tracecmd_buffer_instance_handle(h, 0);
+	ck_assert_ptr_nonnull(ih);
+	for (int cpu = 0; cpu < tep_get_cpus(tracecmd_get_tep(ih)); cpu++) {
+		struct tep_record *r;
+
+		while ((r = tracecmd_read_data(ih, cpu))) {
+			if (r->missed_events != 0) {
+				ck_assert_uint_lt(n_drops, ARRAY_SIZE(drops));
+				drops[n_drops].cpu = cpu;
+				drops[n_drops].ts = r->ts;
+				drops[n_drops++].missed = r->missed_events;
+			}
+			tracecmd_free_record(r);
+		}
+	}
+	tracecmd_close(ih);
+	tracecmd_close(h);
+
+	/* What trace-cmd report printed for this file. */
+	ck_assert_uint_eq(n_drops, 2);
+	ck_assert_int_eq(drops[0].cpu, 0);
+	ck_assert_int_eq(drops[0].missed, 294);
+	ck_assert_int_eq(drops[1].cpu, 0);
+	ck_assert_int_lt(drops[1].missed, 0);
+
+	ck_assert_uint_eq(sum->n_cpus, 2);
+	ck_assert_uint_eq(sum->cpu[0].lost_pages, 2);
+	ck_assert_uint_eq(sum->cpu[0].lost_events, 294);
+	ck_assert(sum->cpu[0].lost_unknown);
+	ck_assert_uint_eq(sum->cpu[1].lost_pages, 0);
+	ck_assert(!sum->cpu[1].lost_unknown);
+
+	for (size_t i = 0; i < pf.trace->n_packet; i++) {
+		Perfetto__Protos__FtraceEventBundle *b = pf.trace->packet[i]->ftrace_events;
+
+		if (pf.trace->packet[i]->data_case !=
+			    PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS ||
+		    !b->lost_events)
+			continue;
+		ck_assert_uint_lt(b->cpu, 2);
+		lost_bundles[b->cpu]++;
+		for (size_t k = 0; k < n_drops; k++)
+			if (drops[k].cpu == (int)b->cpu && drops[k].ts == bundle_first_ts(b))
+				matched++;
+	}
+	ck_assert_uint_eq(lost_bundles[0], 2);
+	ck_assert_uint_eq(lost_bundles[1], 0);
+	ck_assert_uint_eq(matched, 2);
 	cc_pf_done(&pf);
 }
 END_TEST
@@ -349,6 +441,7 @@ static Suite *suite(void)
 
 	tcase_add_loop_test(tc, test_golden, 0, (int)ARRAY_SIZE(goldens));
 	tcase_add_test(tc, test_golden_symbols);
+	tcase_add_test(tc, test_golden_losses);
 	tcase_add_test(tc, test_no_compact_fields);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("damaged");
