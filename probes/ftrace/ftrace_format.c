@@ -271,7 +271,9 @@ static int printk_parse(struct ftrace_format_table *t)
 		}
 		line = nl ? nl + 1 : NULL;
 	}
-	qsort(t->printk, t->n_printk, sizeof(*t->printk), printk_cmp);
+	/* qsort() must not be given the NULL of an empty map. */
+	if (t->n_printk > 1)
+		qsort(t->printk, t->n_printk, sizeof(*t->printk), printk_cmp);
 	return 0;
 }
 
