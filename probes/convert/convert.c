@@ -8,12 +8,15 @@
  * table, parser and interned kernel symbols, as separate ftrace data
  * sources would be.
  *
- * Pages: libtracecmd is asked for records, CPU by CPU, and every time a
- * record starts a new page that page is copied whole into a batch; a batch
- * of CONVERT_BATCH_PAGES pages becomes one ftrace_parser_parse_pages_to()
- * call, i.e. about one bundle, as a live drain pass would make.  Pages
- * libtracecmd steps over without returning a record (only padding, or a
- * header it cannot walk) are counted, not converted.
+ * Pages: the reader hands over records, CPU by CPU (convert_file() asks
+ * libtracecmd for them), and every time a record starts a new page that
+ * page is copied whole into a batch; a batch of CONVERT_BATCH_PAGES pages
+ * becomes one ftrace_parser_parse_pages_to() call, i.e. about one bundle,
+ * as a live drain pass would make.  Pages the reader steps over without
+ * returning a record (only padding, or a header it cannot walk) are read
+ * from the file when it stores pages as they are, else counted.  The
+ * record-fed part (convert_ctx_*) knows nothing of libtracecmd, so that it
+ * can be driven and fuzzed without a file.
  */
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -30,8 +33,14 @@
 #include "smb/pbw.h"
 #include "util/util.h"
 
+/* The fuzzer builds with small ones, so that batch and table limits are
+ * reached with small inputs and every input runs fast. */
+#ifndef CONVERT_BATCH_PAGES
 #define CONVERT_BATCH_PAGES 64u
+#endif
+#ifndef CONVERT_PIDSET_CAP
 #define CONVERT_PIDSET_CAP (1u << 17)
+#endif
 #define CONVERT_THREADS_PER_PACKET 1024u
 #define CONVERT_PROGRESS_PAGES 1024u
 
@@ -50,37 +59,54 @@
 #define INTERNED_STRING_IID 1u
 #define INTERNED_STRING_STR 2u
 
-struct conv {
-	struct tracecmd_input *top;
-	const struct convert_opts *opts;
-	struct convert_out *out;
-	struct convert_summary *sum;
-	unsigned page_size, commit_size;
-	enum ftrace_clock clock;
-	uint64_t t0;
-	uint64_t progress_total, progress_done, progress_next;
-	uint8_t *batch;
-	struct kbuffer *kb;
-	int raw_fd;           /* the file itself when its pages are stored as is, else -EBADF */
-	uintptr_t src_lo, src_hi; /* source pages copied since the last release */
-	bool ts_shifted;
+struct conv_cpu {
+	bool active;
+	unsigned cpu;
+	struct ftrace_cpu_state st;
+	struct ftrace_pass_stats ps;
+	int64_t last, head;   /* where the last page and the first page start */
+	bool first;           /* no page yet */
+	size_t n;             /* pages in the batch */
 };
 
-/* Per buffer: the sink's state. */
+/* The buffer being converted: its formats, parser and the sink's state. */
 struct conv_buffer {
-	struct conv *c;
+	struct convert_ctx *c;
+	bool active;
 	struct tep_handle *tep;
 	uint32_t seq;
+	struct ftrace_format_table *t;
+	struct ftrace_parser *p;
 	struct ftrace_pidset *pids;
 	size_t symbols_written;
 	bool started;
 	struct pbw *w;
 };
 
-static void tracecmd_closep(struct tracecmd_input **h)
+struct convert_ctx {
+	struct convert_opts opts;
+	struct convert_layout layout;
+	struct convert_out *out;
+	struct convert_summary *sum;
+	unsigned page_size, commit_size;
+	enum ftrace_clock clock;
+	uint64_t progress_done, progress_next;
+	uint8_t *batch;
+	struct kbuffer *kb;
+	uintptr_t src_lo, src_hi; /* source pages copied since the last release */
+	bool started;
+	struct conv_buffer buf;
+	struct conv_cpu cpu;
+};
+
+static void set_reason(struct convert_summary *s, const char *fmt, ...) _printf_(2, 3);
+static void set_reason(struct convert_summary *s, const char *fmt, ...)
 {
-	if (*h)
-		tracecmd_close(*h);
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(s->reason, sizeof(s->reason), fmt, ap);
+	va_end(ap);
 }
 
 static enum ftrace_clock clock_from_name(const char *name)
@@ -104,7 +130,7 @@ static enum ftrace_clock clock_from_name(const char *name)
  * converted timestamps are the file's, exactly as trace-cmd report prints
  * them, whichever clock recorded them.
  */
-static int write_clock_snapshot(struct conv *c)
+static int write_clock_snapshot(struct convert_ctx *c)
 {
 	static const uint32_t ids[] = { BUILTIN_CLOCK_BOOTTIME, BUILTIN_CLOCK_MONOTONIC,
 					BUILTIN_CLOCK_MONOTONIC_RAW };
@@ -114,7 +140,7 @@ static int write_clock_snapshot(struct conv *c)
 	for (size_t i = 0; i < ARRAY_SIZE(ids); i++) {
 		pbw_begin_nested(w, CLOCK_SNAPSHOT_CLOCKS);
 		pbw_varint(w, CLOCK_ID, ids[i]);
-		pbw_varint(w, CLOCK_TIMESTAMP, c->t0);
+		pbw_varint(w, CLOCK_TIMESTAMP, c->layout.t0);
 		(void)pbw_end_nested(w);
 	}
 	pbw_varint(w, CLOCK_SNAPSHOT_PRIMARY, BUILTIN_CLOCK_BOOTTIME);
@@ -175,13 +201,13 @@ static int sink_end(void *ctx)
 
 /* ---- pages --------------------------------------------------------------- */
 
-static void progress_tick(struct conv *c)
+static void progress_tick(struct convert_ctx *c)
 {
-	if (!c->opts->progress || c->progress_done < c->progress_next)
+	if (!c->opts.progress || c->progress_done < c->progress_next)
 		return;
 	c->progress_next = c->progress_done + (uint64_t)CONVERT_PROGRESS_PAGES * c->page_size;
-	c->opts->progress(c->opts->progress_ctx, c->progress_done, c->progress_total,
-			  c->sum->events);
+	c->opts.progress(c->opts.progress_ctx, c->progress_done, c->layout.progress_total,
+			 c->sum->events);
 }
 
 /*
@@ -191,12 +217,13 @@ static void progress_tick(struct conv *c)
  * gives the shift to put into the copied page's header, so every event of
  * the page moves with it.
  */
-static void page_fix_ts(struct conv *c, uint8_t *page, uint64_t rec_ts)
+static void page_fix_ts(struct convert_ctx *c, uint8_t *page, uint64_t rec_ts)
 {
 	struct ftrace_page_header hdr;
 	unsigned long long raw;
 	uint64_t ts;
 
+	/* kbuffer trusts the commit field: only a sane header is handed to it. */
 	if (ftrace_page_parse_header(page, c->page_size, c->commit_size, &hdr) < 0)
 		return;
 	if (kbuffer_load_subbuffer(c->kb, page) < 0 || !kbuffer_read_event(c->kb, &raw))
@@ -206,7 +233,7 @@ static void page_fix_ts(struct conv *c, uint8_t *page, uint64_t rec_ts)
 	memcpy(&ts, page, sizeof(ts));
 	ts += rec_ts - raw;
 	memcpy(page, &ts, sizeof(ts));
-	c->ts_shifted = true;
+	c->sum->ts_shifted = true;
 }
 
 /*
@@ -217,7 +244,7 @@ static void page_fix_ts(struct conv *c, uint8_t *page, uint64_t rec_ts)
  * of memory they are: harmless if libtracecmd reads them again, and it
  * does not): memory stays flat however large the file.
  */
-static void release_source(struct conv *c)
+static void release_source(struct convert_ctx *c)
 {
 	long sys_page = sysconf(_SC_PAGESIZE);
 	uintptr_t lo, hi;
@@ -232,7 +259,7 @@ done:
 	c->src_lo = c->src_hi = 0;
 }
 
-static void note_source(struct conv *c, const uint8_t *map)
+static void note_source(struct convert_ctx *c, const uint8_t *map)
 {
 	uintptr_t a = (uintptr_t)map;
 
@@ -244,21 +271,23 @@ static void note_source(struct conv *c, const uint8_t *map)
 	c->src_hi = a + c->page_size;
 }
 
-static int flush_batch(struct conv_buffer *cb, struct ftrace_parser *p, uint32_t cpu, size_t n,
-		       struct ftrace_cpu_state *st, struct ftrace_pass_stats *ps)
+static int flush_batch(struct convert_ctx *c)
 {
-	struct conv *c = cb->c;
-	const struct ftrace_packet_sink sink = { .begin = sink_begin, .end = sink_end, .ctx = cb };
-	uint64_t events_before = ps->events;
+	struct conv_cpu *cc = &c->cpu;
+	const struct ftrace_packet_sink sink = { .begin = sink_begin, .end = sink_end,
+						 .ctx = &c->buf };
+	uint64_t events_before = cc->ps.events;
+	size_t n = cc->n;
 	int r;
 
 	if (n == 0)
 		return 0;
-	r = ftrace_parser_parse_pages_to(p, cpu, c->batch, n, c->page_size, &sink, st, cb->pids,
-					 ps);
+	cc->n = 0;
+	r = ftrace_parser_parse_pages_to(c->buf.p, cc->cpu, c->batch, n, c->page_size, &sink,
+					 &cc->st, c->buf.pids, &cc->ps);
 	if (r < 0)
 		return r;
-	c->sum->events += ps->events - events_before;
+	c->sum->events += cc->ps.events - events_before;
 	c->sum->bytes_in += (uint64_t)n * c->page_size;
 	c->progress_done += (uint64_t)n * c->page_size;
 	release_source(c);
@@ -267,17 +296,16 @@ static int flush_batch(struct conv_buffer *cb, struct ftrace_parser *p, uint32_t
 }
 
 /*
- * Pages libtracecmd stepped over without a record (a header it refuses, a
+ * Pages the reader stepped over without a record (a header it refuses, a
  * zeroed page, only padding) between the pages at @from and @to.  When the
  * file stores pages as they are (no compression), they are read from it
  * and parsed like the others, so a damaged page becomes an FtraceError as
  * it would live; otherwise they are only counted.
  */
-static int add_skipped(struct conv_buffer *cb, struct ftrace_parser *p, uint32_t cpu,
-		       int64_t from, int64_t to, size_t *n, struct ftrace_cpu_state *st,
-		       struct ftrace_pass_stats *ps, struct convert_cpu_summary *cs)
+static int add_skipped(struct convert_ctx *c, int64_t from, int64_t to)
 {
-	struct conv *c = cb->c;
+	struct conv_cpu *cc = &c->cpu;
+	struct convert_cpu_summary *cs = &c->sum->cpu[cc->cpu];
 	int64_t ps_sz = c->page_size;
 	int64_t first = ALIGN_UP(from, ps_sz) + ps_sz, last = ALIGN_UP(to, ps_sz);
 	int r;
@@ -285,110 +313,106 @@ static int add_skipped(struct conv_buffer *cb, struct ftrace_parser *p, uint32_t
 	/* Page starts are only known exactly when pages are page-aligned. */
 	if (first >= last)
 		return 0;
-	if (c->raw_fd < 0 || ALIGN_UP(from, ps_sz) - from > 8 || last - to > 8) {
+	if (c->layout.raw_fd < 0 || ALIGN_UP(from, ps_sz) - from > 8 || last - to > 8) {
 		cs->skipped_pages += (uint64_t)((last - first) / ps_sz);
 		return 0;
 	}
 	for (int64_t off = first; off < last; off += ps_sz) {
-		if (*n == CONVERT_BATCH_PAGES) {
-			r = flush_batch(cb, p, cpu, *n, st, ps);
-			*n = 0;
+		if (cc->n == CONVERT_BATCH_PAGES) {
+			r = flush_batch(c);
 			if (r < 0)
 				return r;
 		}
-		if (pread(c->raw_fd, c->batch + *n * c->page_size, c->page_size, off) !=
+		if (pread(c->layout.raw_fd, c->batch + cc->n * c->page_size, c->page_size, off) !=
 		    (ssize_t)c->page_size) {
-			cs->skipped_pages++;
-			continue;
+			/* The file ends here, whatever its headers said. */
+			cs->skipped_pages += (uint64_t)((last - off) / ps_sz);
+			break;
 		}
-		(*n)++;
+		cc->n++;
 	}
 	return 0;
 }
 
-static int convert_cpu(struct conv_buffer *cb, struct tracecmd_input *h, struct ftrace_parser *p,
-		       int cpu)
+int convert_ctx_record(struct convert_ctx *c, const struct convert_rec *rec)
 {
-	struct conv *c = cb->c;
-	struct convert_cpu_summary *cs = &c->sum->cpu[cpu];
-	struct ftrace_cpu_state st = {};
-	struct ftrace_pass_stats ps = {};
-	int64_t last = 0, head = 0;
-	bool first = true;
-	size_t n = 0;
+	struct conv_cpu *cc = &c->cpu;
+	int64_t ps = c->page_size, at;
+	int r;
+
+	if (!cc->active || !rec)
+		return -EINVAL;
+	/* Offsets are file offsets: anything near the int64 range is not one. */
+	if (!rec->page || rec->data < rec->page || rec->data >= rec->page + ps ||
+	    rec->offset > (uint64_t)CONVERT_MAX_OFFSET)
+		return 0;
+	/*
+	 * Where the page starts, give or take the 4 or 8 bytes of an event
+	 * header: the offset is the event's in the CPU's data, data its
+	 * payload inside the page.  Records of one page agree within 8 bytes,
+	 * pages differ by a page.
+	 */
+	at = (int64_t)rec->offset - (rec->data - rec->page);
+	if (!cc->first && at <= cc->last + ps / 2 && at >= cc->last - ps / 2)
+		return 0;
+	if (!cc->first && at > cc->last + ps * 3 / 2) {
+		r = add_skipped(c, cc->last, at);
+		if (r < 0)
+			return r;
+	}
+	if (cc->n == CONVERT_BATCH_PAGES) {
+		r = flush_batch(c);
+		if (r < 0)
+			return r;
+	}
+	memcpy(c->batch + cc->n * c->page_size, rec->page, c->page_size);
+	note_source(c, rec->page);
+	page_fix_ts(c, c->batch + cc->n * c->page_size, rec->ts);
+	cc->n++;
+	if (cc->first)
+		cc->head = at;
+	cc->last = at;
+	cc->first = false;
+	return 0;
+}
+
+int convert_ctx_cpu_begin(struct convert_ctx *c, unsigned cpu)
+{
+	if (!c->buf.active || c->cpu.active || cpu >= c->sum->n_cpus)
+		return -EINVAL;
+	c->cpu = (struct conv_cpu){ .active = true, .cpu = cpu, .first = true };
+	return 0;
+}
+
+int convert_ctx_cpu_end(struct convert_ctx *c, int64_t data_size)
+{
+	struct conv_cpu *cc = &c->cpu;
+	struct convert_cpu_summary *cs;
 	int r = 0;
 
-	for (;;) {
-		struct tep_record *rec = tracecmd_read_data(h, cpu);
-		uint8_t *map;
-		int64_t at;
-
-		if (!rec)
-			break;
-		map = tracecmd_record_page(h, rec);
-		if (!map || (uint8_t *)rec->data < map ||
-		    (uint8_t *)rec->data >= map + c->page_size) {
-			tracecmd_free_record(rec);
-			continue;
-		}
-		/*
-		 * Where the page starts, give or take the 4 or 8 bytes of an
-		 * event header: record->offset is the event's offset in the
-		 * CPU's data, record->data its payload inside the page.  Records
-		 * of one page agree within 8 bytes, pages differ by a page.
-		 */
-		at = (int64_t)rec->offset - ((uint8_t *)rec->data - map);
-		if (first || at > last + (int64_t)c->page_size / 2 ||
-		    at < last - (int64_t)c->page_size / 2) {
-			if (!first && at > last + (int64_t)c->page_size * 3 / 2) {
-				r = add_skipped(cb, p, (uint32_t)cpu, last, at, &n, &st, &ps, cs);
-				if (r < 0) {
-					tracecmd_free_record(rec);
-					break;
-				}
-			}
-			if (n == CONVERT_BATCH_PAGES) {
-				r = flush_batch(cb, p, (uint32_t)cpu, n, &st, &ps);
-				n = 0;
-				if (r < 0) {
-					tracecmd_free_record(rec);
-					break;
-				}
-			}
-			memcpy(c->batch + n * c->page_size, map, c->page_size);
-			note_source(c, map);
-			page_fix_ts(c, c->batch + n * c->page_size, rec->ts);
-			n++;
-			if (first)
-				head = at;
-			last = at;
-			first = false;
-		}
-		tracecmd_free_record(rec);
-	}
+	if (!cc->active)
+		return -EINVAL;
+	cs = &c->sum->cpu[cc->cpu];
 	/*
 	 * libtracecmd stops a CPU at the first page it cannot walk; the pages
 	 * after it, up to the end of the CPU's data (counted from the first
 	 * page that held a record), are read by hand as above.
 	 */
-	if (r >= 0 && !first && c->raw_fd >= 0) {
-		off_t size = tracecmd_get_cpu_file_size(h, cpu);
-
-		if (size > 0)
-			r = add_skipped(cb, p, (uint32_t)cpu, last,
-					ALIGN_UP(head, (int64_t)c->page_size) + size - 4, &n, &st, &ps,
-					cs);
-	}
+	if (!cc->first && c->layout.raw_fd >= 0 && data_size > 0 &&
+	    data_size <= CONVERT_MAX_OFFSET)
+		r = add_skipped(c, cc->last, ALIGN_UP(cc->head, (int64_t)c->page_size) + data_size - 4);
 	if (r >= 0)
-		r = flush_batch(cb, p, (uint32_t)cpu, n, &st, &ps);
-	cs->pages += ps.pages;
-	cs->events += ps.events;
-	cs->lost_pages += ps.lost_pages;
-	cs->lost_events += ps.lost_events;
-	cs->lost_unknown |= ps.lost_unknown;
-	cs->parse_errors += ps.parse_errors;
-	c->sum->parse_errors += ps.parse_errors;
-	c->sum->parse_errors_mask |= ps.parse_errors_mask;
+		r = flush_batch(c);
+	cs->pages += cc->ps.pages;
+	cs->events += cc->ps.events;
+	cs->lost_pages += cc->ps.lost_pages;
+	cs->lost_events += cc->ps.lost_events;
+	cs->lost_unknown |= cc->ps.lost_unknown;
+	cs->parse_errors += cc->ps.parse_errors;
+	c->sum->parse_errors += cc->ps.parse_errors;
+	c->sum->parse_errors_mask |= cc->ps.parse_errors_mask;
+	cc->active = false;
+	cc->n = 0;
 	return r;
 }
 
@@ -400,7 +424,7 @@ static int convert_cpu(struct conv_buffer *cb, struct tracecmd_input *h, struct 
  */
 static int write_thread_names(struct conv_buffer *cb)
 {
-	struct conv *c = cb->c;
+	struct convert_ctx *c = cb->c;
 	const int32_t *pids;
 	size_t n = ftrace_pidset_pids(cb->pids, &pids), in_packet = 0;
 	struct pbw *w = NULL;
@@ -416,7 +440,7 @@ static int write_thread_names(struct conv_buffer *cb)
 			continue;
 		if (!w) {
 			w = convert_out_begin(c->out, CONVERT_SEQ_PROCESS_TREE, 0);
-			pbw_varint(w, CONVERT_PKT_TIMESTAMP, c->t0);
+			pbw_varint(w, CONVERT_PKT_TIMESTAMP, c->layout.t0);
 			pbw_begin_nested(w, CONVERT_PKT_PROCESS_TREE);
 		}
 		pbw_begin_nested(w, PROCESS_TREE_THREADS);
@@ -442,78 +466,204 @@ static int write_thread_names(struct conv_buffer *cb)
 
 /* ---- one buffer ------------------------------------------------------------ */
 
-static void format_table_freep(struct ftrace_format_table **t)
+static void buffer_reset(struct conv_buffer *cb)
 {
-	ftrace_format_table_free(*t);
+	cb->p = ftrace_parser_free(cb->p);
+	cb->t = ftrace_format_table_free(cb->t);
+	cb->pids = ftrace_pidset_free(cb->pids);
+	cb->active = false;
 }
 
-static void parser_freep(struct ftrace_parser **p)
+int convert_ctx_buffer_begin(struct convert_ctx *c, struct tep_handle *tep)
 {
-	ftrace_parser_free(*p);
-}
-
-static void pidset_freep(struct ftrace_pidset **s)
-{
-	ftrace_pidset_free(*s);
-}
-
-static int convert_buffer(struct conv *c, struct tracecmd_input *h, uint32_t seq)
-{
-	_cleanup_(format_table_freep) struct ftrace_format_table *t = NULL;
-	_cleanup_(parser_freep) struct ftrace_parser *p = NULL;
-	_cleanup_(pidset_freep) struct ftrace_pidset *pids = NULL;
-	_cleanup_free_ char *header = NULL;
-	_cleanup_free_ int *ids = NULL;
+	struct conv_buffer *cb = &c->buf;
 	struct ftrace_parser_opts po = FTRACE_PARSER_OPTS_DEFAULT;
-	struct conv_buffer cb = { .c = c, .tep = tracecmd_get_tep(h), .seq = seq };
-	int n_cpus = tracecmd_cpus(h), n_ids, r;
+	_cleanup_free_ char *header = NULL, *printk = NULL;
+	_cleanup_free_ int *ids = NULL;
+	int n_ids, r;
 	size_t failed;
 
-	if (!cb.tep)
-		return -ENODATA;
+	if (!c->started || cb->active || !tep)
+		return -EINVAL;
+	*cb = (struct conv_buffer){ .c = c, .active = true, .tep = tep,
+				    .seq = CONVERT_SEQ_FTRACE_BASE + c->sum->n_buffers };
 	r = convert_format_header_page(c->page_size, c->commit_size, &header);
 	if (r < 0)
-		return r;
-	r = ftrace_format_table_new_from_text(header, &t);
+		goto fail;
+	r = ftrace_format_table_new_from_text(header, &cb->t);
 	if (r < 0)
-		return r;
-	n_ids = convert_format_load_all(cb.tep, t, &ids, &failed);
-	if (n_ids < 0)
-		return n_ids;
-	po.compact_sched = c->opts->compact_sched;
-	r = ftrace_parser_new(t, &po, &p);
+		goto fail;
+	n_ids = convert_format_load_all(tep, cb->t, &ids, &failed);
+	if (n_ids < 0) {
+		r = n_ids;
+		goto fail;
+	}
+	/* bprint's fmt and bputs' str point into the file's printk formats. */
+	r = convert_format_printk_text(tep, &printk);
 	if (r < 0)
-		return r;
+		goto fail;
+	r = ftrace_format_table_set_printk_text(cb->t, printk);
+	if (r < 0)
+		goto fail;
+	po.compact_sched = c->opts.compact_sched;
+	r = ftrace_parser_new(cb->t, &po, &cb->p);
+	if (r < 0)
+		goto fail;
 	for (int i = 0; i < n_ids; i++) {
-		r = ftrace_parser_enable(p, ids[i]);
+		r = ftrace_parser_enable(cb->p, ids[i]);
 		if (r == -ENOMEM)
-			return r;
+			goto fail;
 	}
-	if (c->clock != FTRACE_CLOCK_UNSPECIFIED && c->t0 > 0)
-		ftrace_parser_set_clock(p, c->clock, (int64_t)c->t0, (int64_t)c->t0);
-	r = ftrace_pidset_new(CONVERT_PIDSET_CAP, &pids);
+	if (c->clock != FTRACE_CLOCK_UNSPECIFIED && c->layout.t0 > 0)
+		ftrace_parser_set_clock(cb->p, c->clock, (int64_t)c->layout.t0,
+					(int64_t)c->layout.t0);
+	r = ftrace_pidset_new(CONVERT_PIDSET_CAP, &cb->pids);
 	if (r < 0)
-		return r;
-	cb.pids = pids;
-
-	for (int cpu = 0; cpu < n_cpus && cpu < (int)c->sum->n_cpus; cpu++) {
-		r = convert_cpu(&cb, h, p, cpu);
-		if (r < 0)
-			return r;
-	}
-	return write_thread_names(&cb);
+		goto fail;
+	return 0;
+fail:
+	buffer_reset(cb);
+	return r;
 }
 
-/* ---- the file -------------------------------------------------------------- */
-
-static void set_reason(struct convert_summary *s, const char *fmt, ...) _printf_(2, 3);
-static void set_reason(struct convert_summary *s, const char *fmt, ...)
+int convert_ctx_buffer_end(struct convert_ctx *c)
 {
-	va_list ap;
+	struct conv_buffer *cb = &c->buf;
+	int r;
 
-	va_start(ap, fmt);
-	(void)vsnprintf(s->reason, sizeof(s->reason), fmt, ap);
-	va_end(ap);
+	if (!cb->active || c->cpu.active)
+		return -EINVAL;
+	r = write_thread_names(cb);
+	buffer_reset(cb);
+	if (r < 0)
+		return r;
+	c->sum->n_buffers++;
+	return 0;
+}
+
+/* ---- the context ------------------------------------------------------------ */
+
+int convert_ctx_new(const struct convert_layout *l, const struct convert_opts *o,
+		    struct convert_ctx **ret)
+{
+	struct convert_ctx *c;
+	unsigned n_cpus;
+
+	if (!l || !ret)
+		return -EINVAL;
+	n_cpus = MIN(l->n_cpus, CONVERT_MAX_CPUS);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->sum = calloc(1, sizeof(*c->sum) + (size_t)n_cpus * sizeof(c->sum->cpu[0]));
+	if (!c->sum) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->opts = o ? *o : CONVERT_OPTS_DEFAULT;
+	c->layout = *l;
+	c->layout.trace_clock = NULL;
+	c->sum->n_cpus = n_cpus;
+	c->sum->page_size = l->page_size > 0 ? (unsigned)l->page_size : 0;
+	(void)snprintf(c->sum->trace_clock, sizeof(c->sum->trace_clock), "%s",
+		       l->trace_clock ? l->trace_clock : "local");
+	c->clock = clock_from_name(c->sum->trace_clock);
+	*ret = c;
+	return 0;
+}
+
+struct convert_summary *convert_ctx_summary(struct convert_ctx *c)
+{
+	return c->sum;
+}
+
+int convert_ctx_start(struct convert_ctx *c, int out_fd)
+{
+	const struct convert_layout *l = &c->layout;
+	int r;
+
+	if (c->started)
+		return -EINVAL;
+	/* The page parser reads little-endian words with the host's layout. */
+	if (l->big_endian) {
+		set_reason(c->sum, "the file was recorded on a big-endian machine");
+		return -EPROTONOSUPPORT;
+	}
+	if (l->page_size < 64 || l->page_size > (1 << 20) || (l->page_size & (l->page_size - 1))) {
+		set_reason(c->sum, "unsupported kernel page size %d", l->page_size);
+		return -EPROTONOSUPPORT;
+	}
+	if (l->commit_size != 4 && l->commit_size != 8) {
+		set_reason(c->sum, "unsupported page header (commit field of %d bytes)",
+			   l->commit_size);
+		return -EPROTONOSUPPORT;
+	}
+	if (l->long_size != 4 && l->long_size != 8) {
+		set_reason(c->sum, "unsupported kernel word size of %d bytes", l->long_size);
+		return -EPROTONOSUPPORT;
+	}
+	c->page_size = (unsigned)l->page_size;
+	c->commit_size = (unsigned)l->commit_size;
+	c->batch = malloc((size_t)CONVERT_BATCH_PAGES * c->page_size);
+	if (!c->batch)
+		return -ENOMEM;
+	c->kb = kbuffer_alloc(l->long_size == 4 ? KBUFFER_LSIZE_4 : KBUFFER_LSIZE_8,
+			      KBUFFER_ENDIAN_LITTLE);
+	if (!c->kb)
+		return -ENOMEM;
+	r = convert_out_new(out_fd, &c->out);
+	if (r < 0)
+		return r;
+	c->started = true;
+	return write_clock_snapshot(c);
+}
+
+int convert_ctx_finish(struct convert_ctx *c)
+{
+	int r;
+
+	if (!c->started || c->buf.active)
+		return -EINVAL;
+	r = convert_out_flush(c->out);
+	if (r < 0)
+		return r;
+	if (c->opts.progress)
+		c->opts.progress(c->opts.progress_ctx, c->progress_done, c->progress_done,
+				 c->sum->events);
+	return c->sum->parse_errors > 0 ? -EBADMSG : 0;
+}
+
+void convert_ctx_free(struct convert_ctx *c, struct convert_summary **ret_summary)
+{
+	if (!c)
+		return;
+	buffer_reset(&c->buf);
+	if (c->out) {
+		c->sum->bytes_out = convert_out_bytes(c->out);
+		c->sum->packets = convert_out_packets(c->out);
+	}
+	convert_out_free(c->out);
+	if (c->kb)
+		kbuffer_free(c->kb);
+	free(c->batch);
+	if (ret_summary)
+		*ret_summary = c->sum;
+	else
+		free(c->sum);
+	free(c);
+}
+
+/* ---- the file, through libtracecmd ------------------------------------------ */
+
+static void tracecmd_closep(struct tracecmd_input **h)
+{
+	if (*h)
+		tracecmd_close(*h);
+}
+
+static void convert_ctx_freep(struct convert_ctx **c)
+{
+	convert_ctx_free(*c, NULL);
 }
 
 static uint64_t data_size(struct tracecmd_input *h)
@@ -530,19 +680,53 @@ static uint64_t data_size(struct tracecmd_input *h)
 	return total;
 }
 
+/* One buffer (the top level or an instance): its records, CPU by CPU. */
+static int convert_handle(struct convert_ctx *c, struct tracecmd_input *h)
+{
+	int n_cpus = tracecmd_cpus(h), r;
+
+	r = convert_ctx_buffer_begin(c, tracecmd_get_tep(h));
+	if (r < 0)
+		return r;
+	for (int cpu = 0; cpu < n_cpus && cpu < (int)c->sum->n_cpus; cpu++) {
+		struct tep_record *rec;
+		int r2;
+
+		r = convert_ctx_cpu_begin(c, (unsigned)cpu);
+		if (r < 0)
+			return r;
+		while ((rec = tracecmd_read_data(h, cpu))) {
+			const struct convert_rec cr = {
+				.offset = rec->offset,
+				.page = tracecmd_record_page(h, rec),
+				.data = rec->data,
+				.ts = rec->ts,
+			};
+
+			r = convert_ctx_record(c, &cr);
+			tracecmd_free_record(rec);
+			if (r < 0)
+				break;
+		}
+		r2 = convert_ctx_cpu_end(c, r < 0 ? 0 : tracecmd_get_cpu_file_size(h, cpu));
+		if (r >= 0)
+			r = r2;
+		if (r < 0)
+			return r;
+	}
+	return convert_ctx_buffer_end(c);
+}
+
 int convert_file(const char *in_path, int out_fd, const struct convert_opts *o,
 		 struct convert_summary **ret_summary)
 {
 	_cleanup_(tracecmd_closep) struct tracecmd_input *top = NULL;
-	_cleanup_free_ struct convert_summary *sum = NULL;
-	_cleanup_free_ uint8_t *batch = NULL;
-	struct convert_out *out = NULL;
-	const struct convert_opts defaults = CONVERT_OPTS_DEFAULT;
-	struct tep_handle *tep;
-	const char *clock, *zname = NULL, *zver = NULL;
-	struct conv c = { .opts = o ? o : &defaults, .raw_fd = -EBADF };
+	_cleanup_(convert_ctx_freep) struct convert_ctx *c = NULL;
 	_cleanup_close_ int raw_fd = -EBADF;
-	int n_cpus, n_inst, page_size, commit_size, r;
+	struct convert_layout l = { .raw_fd = -EBADF };
+	struct tep_handle *tep;
+	const char *zname = NULL, *zver = NULL;
+	int n_cpus, n_inst, r;
 	bool compressed;
 
 	if (!in_path || !ret_summary)
@@ -564,75 +748,34 @@ int convert_file(const char *in_path, int out_fd, const struct convert_opts *o,
 	}
 	if (!tep || n_cpus < 0)
 		return -ENODATA;
-	n_cpus = MIN(n_cpus, CONVERT_MAX_CPUS);
-	sum = calloc(1, sizeof(*sum) + (size_t)n_cpus * sizeof(sum->cpu[0]));
-	if (!sum)
-		return -ENOMEM;
-	sum->n_cpus = (unsigned)n_cpus;
-	sum->file_version = (unsigned)tracecmd_get_in_file_version(top);
-	page_size = tracecmd_page_size(top);
-	commit_size = tep_get_header_page_size(tep);
-	sum->page_size = page_size > 0 ? (unsigned)page_size : 0;
-	clock = tracecmd_get_trace_clock(top);
-	(void)snprintf(sum->trace_clock, sizeof(sum->trace_clock), "%s", clock ? clock : "local");
 	compressed = tracecmd_get_file_compress_proto(top, &zname, &zver) == 0 && zname;
 
-	/* The page parser reads little-endian words with the host's layout. */
-	if (tep_is_file_bigendian(tep)) {
-		set_reason(sum, "the file was recorded on a big-endian machine");
-		r = -EPROTONOSUPPORT;
-		goto fail;
-	}
-	if (page_size < 64 || page_size > (1 << 20) || (page_size & (page_size - 1))) {
-		set_reason(sum, "unsupported kernel page size %d", page_size);
-		r = -EPROTONOSUPPORT;
-		goto fail;
-	}
-	if (commit_size != 4 && commit_size != 8) {
-		set_reason(sum, "unsupported page header (commit field of %d bytes)", commit_size);
-		r = -EPROTONOSUPPORT;
-		goto fail;
-	}
-
-	c.top = top;
-	c.sum = sum;
-	c.page_size = (unsigned)page_size;
-	c.commit_size = (unsigned)commit_size;
-	c.clock = clock_from_name(sum->trace_clock);
-	c.t0 = tracecmd_get_first_ts(top);
-	batch = malloc((size_t)CONVERT_BATCH_PAGES * (size_t)page_size);
-	if (!batch) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	c.batch = batch;
-	c.kb = kbuffer_alloc(tep_get_long_size(tep) == 4 ? KBUFFER_LSIZE_4 : KBUFFER_LSIZE_8,
-			     KBUFFER_ENDIAN_LITTLE);
-	if (!c.kb) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	r = convert_out_new(out_fd, &out);
-	if (r < 0)
-		goto fail;
-	c.out = out;
-
+	l.n_cpus = (unsigned)n_cpus;
+	l.page_size = tracecmd_page_size(top);
+	l.commit_size = tep_get_header_page_size(tep);
+	l.long_size = tep_get_long_size(tep);
+	l.big_endian = tep_is_file_bigendian(tep);
+	l.trace_clock = tracecmd_get_trace_clock(top);
+	l.t0 = tracecmd_get_first_ts(top);
 	if (!compressed) {
 		raw_fd = open(in_path, O_RDONLY | O_CLOEXEC);
-		c.raw_fd = raw_fd;
-		c.progress_total = data_size(top);
+		l.raw_fd = raw_fd;
+		l.progress_total = data_size(top);
 		for (int i = 0; i < n_inst; i++) {
 			_cleanup_(tracecmd_closep) struct tracecmd_input *ih =
 				tracecmd_buffer_instance_handle(top, i);
 
 			if (ih)
-				c.progress_total += data_size(ih);
+				l.progress_total += data_size(ih);
 		}
 	}
-
-	r = write_clock_snapshot(&c);
+	r = convert_ctx_new(&l, o, &c);
 	if (r < 0)
-		goto fail;
+		return r;
+	convert_ctx_summary(c)->file_version = (unsigned)tracecmd_get_in_file_version(top);
+	r = convert_ctx_start(c, out_fd);
+	if (r < 0)
+		goto done;
 	/* The top level, then every instance, each on a sequence of its own. */
 	for (int i = -1; i < n_inst; i++) {
 		_cleanup_(tracecmd_closep) struct tracecmd_input *ih = NULL;
@@ -641,34 +784,19 @@ int convert_file(const char *in_path, int out_fd, const struct convert_opts *o,
 		if (i >= 0) {
 			h = ih = tracecmd_buffer_instance_handle(top, i);
 			if (!ih) {
-				set_reason(sum, "cannot read buffer \"%s\"",
+				set_reason(convert_ctx_summary(c), "cannot read buffer \"%s\"",
 					   tracecmd_buffer_instance_name(top, i));
 				r = -ENODATA;
-				goto fail;
+				goto done;
 			}
 		}
-		r = convert_buffer(&c, h, CONVERT_SEQ_FTRACE_BASE + (uint32_t)(i + 1));
+		r = convert_handle(c, h);
 		if (r < 0)
-			goto fail;
-		sum->n_buffers++;
+			goto done;
 	}
-	r = convert_out_flush(out);
-	if (r < 0)
-		goto fail;
-	if (c.opts->progress)
-		c.opts->progress(c.opts->progress_ctx, c.progress_done, c.progress_done,
-				 sum->events);
-	sum->ts_shifted = c.ts_shifted;
-	r = sum->parse_errors > 0 ? -EBADMSG : 0;
-fail:
-	if (out) {
-		sum->bytes_out = convert_out_bytes(out);
-		sum->packets = convert_out_packets(out);
-	}
-	convert_out_free(out);
-	if (c.kb)
-		kbuffer_free(c.kb);
-	*ret_summary = TAKE_PTR(sum);
+	r = convert_ctx_finish(c);
+done:
+	convert_ctx_free(TAKE_PTR(c), ret_summary);
 	return r;
 }
 

@@ -72,6 +72,49 @@ int convert_format_event_text(const struct tep_event *ev, char **ret)
 	return 0;
 }
 
+/*
+ * libtraceevent keeps the file's printk formats but lists them only through
+ * tep_print_printk(), which printf()s "ADDR FORMAT" lines (the quotes and a
+ * trailing "\n" already taken off when the file was read).  glibc lets
+ * stdout be assigned: it points at a memory stream for that one call.  The
+ * lines are then given back printk_formats' own layout.
+ */
+int convert_format_printk_text(struct tep_handle *tep, char **ret)
+{
+	_cleanup_free_ char *dump = NULL, *buf = NULL;
+	size_t dump_len = 0, len = 0;
+	FILE *mem, *saved, *f;
+
+	mem = open_memstream(&dump, &dump_len);
+	if (!mem)
+		return -ENOMEM;
+	(void)fflush(stdout);
+	saved = stdout;
+	stdout = mem;
+	tep_print_printk(tep);
+	stdout = saved;
+	if (fclose(mem) != 0 || !dump)
+		return -ENOMEM;
+
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return -ENOMEM;
+	for (char *line = dump, *next; line && *line; line = next) {
+		char *sp;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		sp = strchr(line, ' ');
+		if (sp)
+			fprintf(f, "0x%.*s : \"%s\"\n", (int)(sp - line), line, sp + 1);
+	}
+	if (fclose(f) != 0 || !buf)
+		return -ENOMEM;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
 int convert_format_load_all(struct tep_handle *tep, struct ftrace_format_table *t,
 			    int **ret_ids, size_t *ret_failed)
 {

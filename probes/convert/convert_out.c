@@ -13,8 +13,13 @@
 #include "smb/pbw.h"
 #include "util/util.h"
 
+/* Smaller in the fuzzer (see convert.c). */
+#ifndef OUT_INITIAL
 #define OUT_INITIAL (1u << 20)
+#endif
+#ifndef OUT_FLUSH_AT
 #define OUT_FLUSH_AT (1u << 20)
+#endif
 #define OUT_MAX_SEQ 64u
 
 struct convert_out {

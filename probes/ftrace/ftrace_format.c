@@ -271,7 +271,9 @@ static int printk_parse(struct ftrace_format_table *t)
 		}
 		line = nl ? nl + 1 : NULL;
 	}
-	qsort(t->printk, t->n_printk, sizeof(*t->printk), printk_cmp);
+	/* qsort() must not be given the NULL of an empty map. */
+	if (t->n_printk > 1)
+		qsort(t->printk, t->n_printk, sizeof(*t->printk), printk_cmp);
 	return 0;
 }
 
@@ -291,6 +293,24 @@ int ftrace_format_table_load_printk(struct ftrace_format_table *t)
 				      &t->printk_text, NULL);
 	if (r < 0)
 		return r;
+	return printk_parse(t);
+}
+
+int ftrace_format_table_set_printk_text(struct ftrace_format_table *t, const char *text)
+{
+	char *copy;
+
+	if (!t || !text)
+		return -EINVAL;
+	copy = strdup(text);
+	if (!copy)
+		return -ENOMEM;
+	free(t->printk);
+	free(t->printk_text);
+	t->printk = NULL;
+	t->n_printk = 0;
+	t->printk_text = copy;
+	t->printk_loaded = true;
 	return printk_parse(t);
 }
 

@@ -147,6 +147,15 @@ int ftrace_format_table_add_format(struct ftrace_format_table *t, const char *gr
 				   const char *name, const char *format_text, int *ret_event_id);
 
 /**
+ * ftrace_format_table_set_printk_text - the printk_formats map from @text
+ * (that file's layout: `0xADDR : "string"` per line) rather than from
+ * tracefs: how a table without a directory resolves `const char *` fields
+ * (bprint's fmt, bputs' str).  Replaces any map loaded before.
+ * Returns: 0 or -ENOMEM.
+ */
+int ftrace_format_table_set_printk_text(struct ftrace_format_table *t, const char *text);
+
+/**
  * ftrace_format_table_commit_size - size of the page header's commit field
  * (8 on 64-bit kernels, 4 on 32-bit ones).
  */

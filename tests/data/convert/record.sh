@@ -34,5 +34,10 @@ tc --compression none -e raw_syscalls -e syscalls:sys_enter_openat -e syscalls:s
 # 64 KiB per CPU, read every half second, and a fork storm: the kernel
 # overwrites pages before they are read.
 tc --file-version 6 -b 64 -s 500000 -e sched -e irq -o "$out/lost-b64-v6.dat" -- "$tmp/storm"
+# 4 KiB per CPU and a context-switch storm: the kernel drops events before
+# trace-cmd reads them; report shows "CPU:n [N EVENTS DROPPED]" (the file
+# kept is one where one loss has a stored count and one has none).
+tc -b 4 -e sched:sched_switch -e sched:sched_waking -o "$out/lost-b4-v7.dat" -- \
+	perf bench sched messaging -g 1 -l 50
 rm -rf "$tmp"
 for f in "$out"/*.dat; do xz -9 -f "$f"; done
