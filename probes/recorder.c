@@ -239,9 +239,13 @@ static int on_status(struct event_source *s, uint64_t usec, void *userdata)
 		(void)producer_report_live(rec->producer, add_live, &t);
 		if (fstat(rec->out_fd, &st) < 0)
 			st.st_size = 0;
-		fprintf(stderr, "\r\033[K  %.0f s / %.0f s   %llu events   %.1f MB written   %llu lost in the kernel",
-			secs, (double)rec->duration_ms / 1000.0, (unsigned long long)t.events,
-			(double)st.st_size / 1e6, (unsigned long long)t.lost);
+		char of[32] = "";
+
+		if (rec->duration_ms)
+			snprintf(of, sizeof(of), " / %.0f s", (double)rec->duration_ms / 1000.0);
+		fprintf(stderr, "\r\033[K  %.0f s%s   %llu events   %.1f MB written   %llu lost in the kernel",
+			secs, of, (unsigned long long)t.events, (double)st.st_size / 1e6,
+			(unsigned long long)t.lost);
 		fflush(stderr);
 		rec->status_shown = true;
 	}
