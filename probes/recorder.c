@@ -235,12 +235,11 @@ static int on_status(struct event_source *s, uint64_t usec, void *userdata)
 	(void)usec;
 	if (!rec->stopping && rec->tracing_ns) {
 		double secs = (double)(now_ns(CLOCK_MONOTONIC) - rec->tracing_ns) / 1e9;
+		char of[32] = "";
 
 		(void)producer_report_live(rec->producer, add_live, &t);
 		if (fstat(rec->out_fd, &st) < 0)
 			st.st_size = 0;
-		char of[32] = "";
-
 		if (rec->duration_ms)
 			snprintf(of, sizeof(of), " / %.0f s", (double)rec->duration_ms / 1000.0);
 		fprintf(stderr, "\r\033[K  %.0f s%s   %llu events   %.1f MB written   %llu lost in the kernel",
