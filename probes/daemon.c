@@ -225,6 +225,7 @@ int daemon_main(int argc, char **argv)
 	sigset_t mask;
 	int c, r;
 
+	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":s:l:vh", longopts, NULL)) >= 0) {
 		switch (c) {

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "probes/daemon.h"
 #include "probes/recorder.h"
 #include "protos/perfetto/config/trace_config.pb-c.h"
 #include "util/util.h"
@@ -335,6 +336,32 @@ START_TEST(test_hypervisor_instance)
 }
 END_TEST
 
+/* The daemon's options: the same one-line answers, before anything is touched. */
+static void assert_daemon_refused(int argc, char **argv, const char *word)
+{
+	_cleanup_free_ char *msg = NULL;
+	int rc;
+
+	capture_begin();
+	rc = daemon_main(argc, argv);
+	msg = capture_end();
+	ck_assert_int_eq(rc, 2);
+	ck_assert_msg(strstr(msg, word) != NULL, "'%s' not named in: %s", word, msg);
+	ck_assert_msg(strstr(msg, "Usage:") == NULL, "usage printed: %s", msg);
+}
+
+START_TEST(test_daemon_wrong_words_named)
+{
+	assert_daemon_refused(2, (char *[]){ "traced-probes", "--bogus", NULL }, "'--bogus'");
+	assert_daemon_refused(2, (char *[]){ "traced-probes", "--bogus", NULL }, "'traced-probes --help'");
+	assert_daemon_refused(2, (char *[]){ "traced-probes", "-s", NULL }, "'-s'");
+	assert_daemon_refused(2, (char *[]){ "traced-probes", "-Q", NULL }, "'-Q'");
+	assert_daemon_refused(2, (char *[]){ "traced-probes", "--help=1", NULL }, "'--help'");
+	assert_daemon_refused(2, (char *[]){ "traced-probes", "frob", NULL }, "'frob'");
+	assert_daemon_refused(3, (char *[]){ "traced-probes", "-l", "loud", NULL }, "'loud'");
+}
+END_TEST
+
 /* ---- does it exist? (a fixture tracefs) --------------------------------- */
 
 static char fixture[] = "/tmp/tp-record-cli-XXXXXX";
@@ -424,6 +451,7 @@ int main(void)
 	tcase_add_test(tc, test_sys_stats_in_config);
 	tcase_add_test(tc, test_hypervisor_instance);
 	tcase_add_test(tc, test_check_events);
+	tcase_add_test(tc, test_daemon_wrong_words_named);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
