@@ -225,7 +225,9 @@ int daemon_main(int argc, char **argv)
 	sigset_t mask;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "s:l:vh", longopts, NULL)) >= 0) {
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":s:l:vh", longopts, NULL)) >= 0) {
 		switch (c) {
 		case 's':
 			d.address = optarg;
@@ -233,7 +235,8 @@ int daemon_main(int argc, char **argv)
 		case 'l':
 			r = log_level_from_string(optarg);
 			if (r < 0) {
-				log_error("Unknown log level '%s'", optarg);
+				log_error("Unknown log level '%s' for -l (error, warning, notice, info, debug)",
+					  optarg);
 				return 2;
 			}
 			log_set_max_level(r);
@@ -248,12 +251,14 @@ int daemon_main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
+			log_option_error(c, argv, "traced-probes --help");
 			return 2;
 		}
 	}
 	if (optind < argc) {
-		usage(stderr);
+		log_error("Unexpected argument '%s' (the daemon takes options only; to record, "
+			  "'traced-probes record')", argv[optind]);
+		log_error("Try 'traced-probes --help'");
 		return 2;
 	}
 	if (!d.address)

@@ -70,6 +70,11 @@ struct producer *producer_free(struct producer *p)
 	return NULL;
 }
 
+void producer_set_final_flush(struct producer *p, bool on)
+{
+	p->final_flush = on;
+}
+
 bool producer_is_active(const struct producer *p)
 {
 	return p && p->instances;

@@ -26,6 +26,8 @@ struct producer_hooks {
 	 * is valid during the call only: copy what you keep.
 	 */
 	void (*ds_stopped)(struct producer *p, const struct ds_report *r, void *userdata);
+	/* A data-source instance of kind @name started (StartDataSource succeeded). */
+	void (*ds_started)(struct producer *p, const char *name, void *userdata);
 };
 
 /**
@@ -57,6 +59,25 @@ int producer_connect(struct producer *p, const char *address);
  * producer_adopt_fd - use an already connected stream socket (socketpair).
  */
 int producer_adopt_fd(struct producer *p, int fd);
+
+/**
+ * producer_set_final_flush - treat a Flush whose reason is "trace stop" as
+ * the last one of its session: instances whose kind has flush_final() stop
+ * producing before they flush (probes/ds/ds.h).  For a producer that
+ * serves only sessions it controls (`record`).  Off by default: the
+ * daemon keeps traced_probes' order (a data source produces until
+ * StopDataSource, and its end-of-trace counts are sampled just before).
+ */
+void producer_set_final_flush(struct producer *p, bool on);
+
+/**
+ * producer_report_live - a report of every started instance, now, as
+ * ds_stopped would give it at the end: for a progress display.  @cb gets
+ * each report during the call only.
+ * Returns: the number of instances reported.
+ */
+size_t producer_report_live(struct producer *p,
+			    void (*cb)(const struct ds_report *r, void *userdata), void *userdata);
 
 /**
  * producer_is_active - true while any data-source instance exists.

@@ -147,6 +147,24 @@ static void fill_report(struct producer_ds *ds, struct ds_report *r)
 	}
 }
 
+size_t producer_report_live(struct producer *p,
+			    void (*cb)(const struct ds_report *r, void *userdata), void *userdata)
+{
+	size_t n = 0;
+
+	for (struct producer_ds *ds = p->instances; ds; ds = ds->next) {
+		struct ds_report r;
+
+		if (!ds->started || ds->failed)
+			continue;
+		fill_report(ds, &r);
+		cb(&r, userdata);
+		ds_report_done(&r);
+		n++;
+	}
+	return n;
+}
+
 static void destroy(struct producer *p, struct producer_ds *ds, bool notify_stopped)
 {
 	struct producer_ds **pp;
@@ -297,19 +315,30 @@ void producer_ds_start(struct producer *p, uint64_t id)
 		ds->started = true;
 		/* a start may already have filled chunks (the full /proc scan) */
 		producer_commit_soon(p);
+		if (r >= 0 && ds->inst && p->hooks.ds_started)
+			p->hooks.ds_started(p, ds->ops->name, p->userdata);
 	}
 	/* as traced_probes: notify even when the start failed internally */
 	notify(p, PRODUCER_METHOD_NOTIFY_DATA_SOURCE_STARTED, id);
 }
 
+/* FlushFlags: the reason is the low 4 bits; 2 is "the session is stopping". */
+#define FLUSH_REASON_MASK 0xfu
+#define FLUSH_REASON_TRACE_STOP 2u
+
 void producer_ds_flush(struct producer *p, const Perfetto__Protos__GetAsyncCommandResponse__Flush *f)
 {
+	bool final = p->final_flush && f->has_flags &&
+		     (f->flags & FLUSH_REASON_MASK) == FLUSH_REASON_TRACE_STOP;
+
 	for (size_t i = 0; i < f->n_data_source_ids; i++) {
 		struct producer_ds *ds = find_ds(p, f->data_source_ids[i]);
 
 		if (!ds || !ds->started || ds->failed)
 			continue;
-		if (ds->inst)
+		if (ds->inst && final && ds->ops->flush_final)
+			(void)ds->ops->flush_final(ds->inst);
+		else if (ds->inst)
 			(void)ds->ops->flush(ds->inst);
 		if (ds->writer)
 			smb_writer_flush(ds->writer);

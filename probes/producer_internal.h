@@ -67,6 +67,7 @@ struct producer {
 	struct event_source *commit_source;   /* deferred commit after a burst of writes */
 	uint64_t pending_flush_id;        /* highest flush to acknowledge */
 	bool in_commit;
+	bool final_flush;                 /* producer_set_final_flush() */
 
 	struct producer_ds *instances;
 	uint16_t last_writer_id;

@@ -6,7 +6,6 @@
  * what lands in the file went through the same protocol as in production.
  */
 #include <fcntl.h>
-#include <getopt.h>
 #include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "probes/ds/ds.h"
 #include "probes/producer.h"
@@ -25,6 +25,8 @@
 #define RECORDER_MAX_REPORTS 8
 /* The session starts once our data sources are registered, or after this. */
 #define REGISTER_TIMEOUT_US (5 * 1000000ull)
+/* The live status line on a terminal is redrawn this often. */
+#define STATUS_PERIOD_US 1000000ull
 
 struct recorder {
 	const struct recorder_options *opts;
@@ -50,8 +52,19 @@ struct recorder {
 	int producer_error;
 	struct ds_report reports[RECORDER_MAX_REPORTS];   /* each owns its cpu[] */
 	size_t n_reports;
-	unsigned stop_requests;
+	unsigned stop_requests;  /* Ctrl-C / SIGTERM */
+	bool stopping;           /* a stop was requested, by -t or a signal */
 	uint64_t start_ns, end_ns;
+	/*
+	 * -t runs on this thread, from the moment the data sources are on
+	 * (setup such as a clock change or a buffer resize can take seconds);
+	 * the service is given no duration of its own.
+	 */
+	uint64_t duration_ms;
+	struct event_source *duration_timer;
+	uint64_t tracing_ns;     /* CLOCK_MONOTONIC when the last data source started; 0: not yet */
+	struct event_source *status_timer;
+	bool status_shown;       /* a status line is on the terminal */
 };
 
 struct svc_ctx {
@@ -73,6 +86,10 @@ void recorder_options_init(struct recorder_options *o)
 	/* enough for a busy 2-CPU machine between two drains, without overruns */
 	o->buffer_size_kb = 8192;
 	o->service_buffer_kb = 65536;
+	/* as perfetto -t */
+	o->symbolize_ksyms = true;
+	o->system_info = true;
+	o->sys_stats_period_ms = RECORDER_SYS_STATS_PERIOD_MS;
 }
 
 /* ---- service thread ----------------------------------------------------- */
@@ -184,11 +201,96 @@ static void request_stop(struct recorder *rec)
 	(void)write(rec->stop_efd, &one, sizeof(one));
 }
 
+static void status_erase(struct recorder *rec)
+{
+	if (!rec->status_shown)
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	rec->status_shown = false;
+}
+
+struct live_totals {
+	uint64_t events, lost;
+};
+
+static void add_live(const struct ds_report *r, void *userdata)
+{
+	struct live_totals *t = userdata;
+
+	/* events: the per-CPU kind (ftrace); the others count records, not events */
+	if (r->n_cpus == 0)
+		return;
+	t->events += r->events;
+	t->lost += r->lost_events;
+}
+
+/* One line, redrawn in place: how far the recording has come. */
+static int on_status(struct event_source *s, uint64_t usec, void *userdata)
+{
+	struct recorder *rec = userdata;
+	struct live_totals t = { 0 };
+	struct stat st;
+
+	(void)usec;
+	if (!rec->stopping && rec->tracing_ns) {
+		double secs = (double)(now_ns(CLOCK_MONOTONIC) - rec->tracing_ns) / 1e9;
+		char of[32] = "";
+
+		(void)producer_report_live(rec->producer, add_live, &t);
+		if (fstat(rec->out_fd, &st) < 0)
+			st.st_size = 0;
+		if (rec->duration_ms)
+			snprintf(of, sizeof(of), " / %.0f s", (double)rec->duration_ms / 1000.0);
+		fprintf(stderr, "\r\033[K  %.0f s%s   %llu events   %.1f MB written   %llu lost in the kernel",
+			secs, of, (unsigned long long)t.events, (double)st.st_size / 1e6,
+			(unsigned long long)t.lost);
+		fflush(stderr);
+		rec->status_shown = true;
+	}
+	(void)event_source_set_time_relative(s, STATUS_PERIOD_US);
+	(void)event_source_set_enabled(s, EVENT_ONESHOT);
+	return 0;
+}
+
+static int on_duration(struct event_source *s, uint64_t usec, void *userdata)
+{
+	struct recorder *rec = userdata;
+
+	(void)s;
+	(void)usec;
+	if (!rec->stopping) {
+		rec->stopping = true;
+		status_erase(rec);
+		request_stop(rec);
+	}
+	return 0;
+}
+
+/*
+ * Each start moves the end: -t counts from the moment the last data source
+ * is on, however long the setup before it took.
+ */
+static void on_ds_started(struct producer *p, const char *name, void *userdata)
+{
+	struct recorder *rec = userdata;
+
+	(void)p;
+	(void)name;
+	rec->tracing_ns = now_ns(CLOCK_MONOTONIC);
+	if (rec->duration_timer && rec->duration_ms && !rec->stopping) {
+		(void)event_source_set_time_relative(rec->duration_timer, rec->duration_ms * 1000);
+		(void)event_source_set_enabled(rec->duration_timer, EVENT_ONESHOT);
+	}
+}
+
 static int on_signal(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct recorder *rec = userdata;
 
 	if (rec->stop_requests++ == 0) {
+		rec->stopping = true;
+		status_erase(rec);
 		if (!rec->opts->quiet)
 			fprintf(stderr, "\nStopping: flushing what was recorded (Ctrl-C again to abort)...\n");
 		request_stop(rec);
@@ -277,11 +379,30 @@ static int finish_output(struct recorder *rec, bool ok)
 	return r;
 }
 
+/* first to last event, over the data sources that keep timestamps; 0: none */
+static double data_span_s(const struct recorder *rec)
+{
+	uint64_t first = 0, last = 0;
+
+	for (size_t i = 0; i < rec->n_reports; i++) {
+		const struct ds_report *r = &rec->reports[i];
+
+		if (!r->first_ts || r->last_ts < r->first_ts)
+			continue;
+		if (!first || r->first_ts < first)
+			first = r->first_ts;
+		if (r->last_ts > last)
+			last = r->last_ts;
+	}
+	return first ? (double)(last - first) / 1e9 : 0.0;
+}
+
 static void print_summary(const struct recorder *rec, uint64_t file_bytes)
 {
-	double secs = (double)(rec->end_ns - rec->start_ns) / 1e9;
+	double wall = (double)(rec->end_ns - rec->start_ns) / 1e9;
 
-	fprintf(stderr, "Recorded %.1f s into %s (%.1f MiB)\n", secs, rec->opts->output,
+	fprintf(stderr, "Recorded %.1f s of data (first to last event; %.1f s in all with setup and"
+		" teardown) into %s (%.1f MiB)\n", data_span_s(rec), wall, rec->opts->output,
 		(double)file_bytes / (1024.0 * 1024.0));
 	for (size_t i = 0; i < rec->n_reports; i++) {
 		const struct ds_report *r = &rec->reports[i];
@@ -327,6 +448,7 @@ int recorder_run(const struct recorder_options *o)
 	struct recorder rec = { .opts = o, .out_fd = -EBADF, .svc_sock = -EBADF, .stop_efd = -EBADF,
 				.done_efd = -EBADF };
 	struct event_source *sig_int = NULL, *sig_term = NULL, *done_src = NULL;
+	bool status = !o->quiet && isatty(STDERR_FILENO);
 	char err[512] = "";
 	int sv[2] = { -EBADF, -EBADF };
 	sigset_t mask;
@@ -339,6 +461,9 @@ int recorder_run(const struct recorder_options *o)
 		log_error("Invalid trace config: %s", err[0] ? err : strerror(-r));
 		return r;
 	}
+	rec.duration_ms = rec.cfg->has_duration_ms ? rec.cfg->duration_ms : 0;
+	rec.cfg->duration_ms = 0;
+	rec.cfg->has_duration_ms = false;
 	r = open_output(&rec, o->output);
 	if (r < 0) {
 		log_error_errno(r, "Cannot create the output file next to '%s': %m", o->output);
@@ -368,15 +493,26 @@ int recorder_run(const struct recorder_options *o)
 		r = event_add_signal(rec.event, &sig_term, SIGTERM, on_signal, &rec);
 	if (r >= 0)
 		r = event_add_io(rec.event, &done_src, rec.done_efd, EPOLLIN, on_done, &rec);
+	/* until a data source starts, -t counts from now */
+	if (r >= 0 && rec.duration_ms)
+		r = event_add_time_relative(rec.event, &rec.duration_timer, CLOCK_MONOTONIC,
+					    rec.duration_ms * 1000, 0, on_duration, &rec);
+	if (r >= 0 && status)
+		r = event_add_time_relative(rec.event, &rec.status_timer, CLOCK_MONOTONIC,
+					    STATUS_PERIOD_US, 0, on_status, &rec);
 	if (r >= 0)
 		r = ds_shared_new_all(rec.event, &rec.shared);
 	if (r >= 0) {
 		const struct producer_hooks hooks = {
 			.disconnected = on_producer_disconnected,
 			.ds_stopped = on_ds_stopped,
+			.ds_started = on_ds_started,
 		};
 		r = producer_new(rec.event, ds_registry, rec.shared, &hooks, &rec, &rec.producer);
 	}
+	/* stop before the last read, so the end-of-trace counts are exact */
+	if (r >= 0)
+		producer_set_final_flush(rec.producer, true);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the recorder: %m");
 		goto out;
@@ -392,12 +528,15 @@ int recorder_run(const struct recorder_options *o)
 		log_error_errno(r, "Failed to connect to the in-process service: %m");
 		request_stop(&rec);
 	}
-	if (!o->quiet)
+	if (!o->quiet && rec.duration_ms)
 		fprintf(stderr, "Recording for %.1f s into %s (Ctrl-C to stop early)...\n",
-			(double)(rec.cfg->has_duration_ms ? rec.cfg->duration_ms : 0) / 1000.0, o->output);
+			(double)rec.duration_ms / 1000.0, o->output);
+	else if (!o->quiet)
+		fprintf(stderr, "Recording into %s until Ctrl-C...\n", o->output);
 	rec.start_ns = now_ns(CLOCK_MONOTONIC);
 	r = event_loop(rec.event);
 	rec.end_ns = now_ns(CLOCK_MONOTONIC);
+	status_erase(&rec);
 	if (r < 0)
 		log_error_errno(r, "Event loop failed: %m");
 	/* the service thread ends on its own once the session is done */
@@ -444,6 +583,8 @@ out:
 	rec.shared = ds_shared_free_all(rec.shared);
 	for (size_t i = 0; i < rec.n_reports; i++)
 		ds_report_done(&rec.reports[i]);
+	rec.duration_timer = event_source_disable_unref(rec.duration_timer);
+	rec.status_timer = event_source_disable_unref(rec.status_timer);
 	sig_int = event_source_disable_unref(sig_int);
 	sig_term = event_source_disable_unref(sig_term);
 	done_src = event_source_disable_unref(done_src);
@@ -460,133 +601,4 @@ out:
 	if (rec.cfg)
 		protobuf_c_message_free_unpacked(&rec.cfg->base, NULL);
 	return r;
-}
-
-/* ---- command line ------------------------------------------------------- */
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: traced-probes record -o FILE [options]\n"
-		"Record a scheduler trace to FILE (Perfetto format) without a Perfetto install.\n\n"
-		"  -o, --output FILE        where to write the trace (required)\n"
-		"  -t, --time DURATION      how long to record: 500ms, 10s, 2m (default 10s)\n"
-		"  -b, --buffer SIZE        per-CPU kernel ring buffer: 4096, 8m (default 8m)\n"
-		"  -e, --event GROUP/NAME   an ftrace event to record, repeatable; GROUP/* for a\n"
-		"                           whole group (default sched/sched_switch and\n"
-		"                           sched/sched_waking)\n"
-		"      --compact-sched      columnar sched_switch/sched_waking (the default)\n"
-		"      --no-compact-sched   one message per sched event\n"
-		"      --process-names      scan /proc for process and thread names (default)\n"
-		"      --no-process-names   do not\n"
-		"  -p, --drain-period MS    how often to read the kernel buffers (default 100)\n"
-		"      --drain-buffer-percent N\n"
-		"                           read a CPU's buffer at once when it is N %% full\n"
-		"                           (default 50; 0: only every drain period)\n"
-		"  -i, --instance NAME      record from the tracefs instance NAME (must exist)\n"
-		"  -c, --config FILE        a Perfetto TraceConfig (text or binary) instead of\n"
-		"                           the options above\n"
-		"  -q, --quiet              no progress or summary\n"
-		"  -h, --help\n");
-}
-
-int recorder_main(int argc, char **argv)
-{
-	enum { OPT_COMPACT = 256, OPT_NO_COMPACT, OPT_PROCESS, OPT_NO_PROCESS, OPT_WAKE };
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "time", required_argument, NULL, 't' },
-		{ "buffer", required_argument, NULL, 'b' },
-		{ "event", required_argument, NULL, 'e' },
-		{ "drain-period", required_argument, NULL, 'p' },
-		{ "drain-buffer-percent", required_argument, NULL, OPT_WAKE },
-		{ "instance", required_argument, NULL, 'i' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "compact-sched", no_argument, NULL, OPT_COMPACT },
-		{ "no-compact-sched", no_argument, NULL, OPT_NO_COMPACT },
-		{ "process-names", no_argument, NULL, OPT_PROCESS },
-		{ "no-process-names", no_argument, NULL, OPT_NO_PROCESS },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	struct recorder_options o;
-	int c, r;
-
-	recorder_options_init(&o);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:t:b:e:p:i:c:qh", longopts, NULL)) >= 0) {
-		switch (c) {
-		case 'o':
-			o.output = optarg;
-			break;
-		case 't':
-			if (recorder_parse_duration_ms(optarg, &o.duration_ms) < 0 || o.duration_ms == 0) {
-				log_error("Invalid duration '%s' (e.g. 500ms, 10s, 2m)", optarg);
-				return 2;
-			}
-			break;
-		case 'b':
-			if (recorder_parse_size_kb(optarg, &o.buffer_size_kb) < 0) {
-				log_error("Invalid buffer size '%s' (e.g. 4096, 8m)", optarg);
-				return 2;
-			}
-			break;
-		case 'e':
-			if (o.n_events >= RECORDER_MAX_EVENTS) {
-				log_error("Too many -e options (at most %d)", RECORDER_MAX_EVENTS);
-				return 2;
-			}
-			o.events[o.n_events++] = optarg;
-			break;
-		case 'p': {
-			uint32_t ms;
-			if (safe_atou32(optarg, &ms) < 0 || ms == 0 || ms > 60000) {
-				log_error("Invalid drain period '%s' (1..60000 ms)", optarg);
-				return 2;
-			}
-			o.drain_period_ms = ms;
-			break;
-		}
-		case OPT_WAKE:
-			if (safe_atou32(optarg, &o.drain_buffer_percent) < 0 || o.drain_buffer_percent > 100) {
-				log_error("Invalid drain buffer percent '%s' (0..100)", optarg);
-				return 2;
-			}
-			break;
-		case 'i':
-			o.instance = optarg;
-			break;
-		case 'c':
-			o.config_path = optarg;
-			break;
-		case OPT_COMPACT:
-			o.compact_sched = 1;
-			break;
-		case OPT_NO_COMPACT:
-			o.compact_sched = 0;
-			break;
-		case OPT_PROCESS:
-			o.process_names = true;
-			break;
-		case OPT_NO_PROCESS:
-			o.process_names = false;
-			break;
-		case 'q':
-			o.quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (!o.output || optind < argc) {
-		usage(stderr);
-		return 2;
-	}
-	r = recorder_run(&o);
-	return r < 0 ? 1 : 0;
 }

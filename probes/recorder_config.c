@@ -102,10 +102,80 @@ static bool instance_name_ok(const char *n)
 	return strcmp(n, ".") != 0 && strcmp(n, "..") != 0;
 }
 
+/* atrace category names: the same character set Perfetto's table uses */
+static bool category_name_ok(const char *c)
+{
+	size_t n = strlen(c);
+
+	if (n == 0 || n > 64)
+		return false;
+	for (; *c; c++)
+		if (!(*c == '_' || *c == '-' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9')))
+			return false;
+	return true;
+}
+
+static const struct {
+	uint32_t bit;
+	const char *field;      /* SysStatsConfig */
+} sys_stats_fields[] = {
+	{ RECORDER_SYS_MEMINFO, "meminfo_period_ms" },
+	{ RECORDER_SYS_VMSTAT, "vmstat_period_ms" },
+	{ RECORDER_SYS_STAT, "stat_period_ms" },
+	{ RECORDER_SYS_DEVFREQ, "devfreq_period_ms" },
+	{ RECORDER_SYS_CPUFREQ, "cpufreq_period_ms" },
+	{ RECORDER_SYS_BUDDYINFO, "buddyinfo_period_ms" },
+	{ RECORDER_SYS_DISKSTAT, "diskstat_period_ms" },
+	{ RECORDER_SYS_PSI, "psi_period_ms" },
+	{ RECORDER_SYS_THERMAL, "thermal_period_ms" },
+	{ RECORDER_SYS_CPUIDLE, "cpuidle_period_ms" },
+	{ RECORDER_SYS_GPUFREQ, "gpufreq_period_ms" },
+	{ RECORDER_SYS_SLAB, "slab_period_ms" },
+};
+
+static bool has_category(const struct recorder_options *o, const char *name)
+{
+	for (size_t i = 0; i < o->n_categories; i++)
+		if (strcmp(o->categories[i], name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * linux.sys_stats: the --sys-stats sources at one period; the "disk"
+ * category adds diskstat every second, as `perfetto -t` does.
+ */
+static void write_sys_stats(FILE *f, const struct recorder_options *o, unsigned target)
+{
+	bool disk = has_category(o, "disk") && !(o->sys_stats & RECORDER_SYS_DISKSTAT);
+
+	if (!o->sys_stats && !disk)
+		return;
+	fprintf(f, "data_sources { config { name: \"linux.sys_stats\" target_buffer: %u\n"
+		   "  sys_stats_config {", target);
+	for (size_t i = 0; i < ARRAY_SIZE(sys_stats_fields); i++)
+		if (o->sys_stats & sys_stats_fields[i].bit)
+			fprintf(f, " %s: %u", sys_stats_fields[i].field, o->sys_stats_period_ms);
+	if (disk)
+		fprintf(f, " diskstat_period_ms: 1000");
+	fprintf(f, " } } }\n");
+}
+
+/*
+ * The config `perfetto -t` builds from the same words (Perfetto v58.2
+ * src/perfetto_cmd/config.cc: events and categories into one linux.ftrace
+ * with symbolize_ksyms, then linux.process_stats and linux.system_info,
+ * flush_period_ms 30 s), plus what the recorder adds for a first run that
+ * needs no tuning: a kernel buffer and drain settings that keep up with a
+ * busy machine, and process names from a /proc scan at start, kept in a
+ * buffer of their own so that a full ftrace buffer cannot cost them.
+ */
 int recorder_config_text_from_options(const struct recorder_options *o, char **ret)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
+	unsigned meta;
 	FILE *f;
 	static const char *const default_events[] = {
 		"sched/sched_switch", "sched/sched_waking",
@@ -116,28 +186,40 @@ int recorder_config_text_from_options(const struct recorder_options *o, char **r
 		"sched/sched_process_free", "task/task_newtask", "task/task_rename",
 	};
 
+	for (size_t i = 0; i < o->n_events; i++)
+		if (!event_name_ok(o->events[i]))
+			return -EINVAL;
+	for (size_t i = 0; i < o->n_categories; i++)
+		if (!category_name_ok(o->categories[i]))
+			return -EINVAL;
+	if (o->instance && !instance_name_ok(o->instance))
+		return -EINVAL;
+
 	f = open_memstream(&text, &len);
 	if (!f)
 		return -ENOMEM;
+	/* buffer 1, when there is one, holds what is written once or slowly */
 	fprintf(f, "buffers { size_kb: %u fill_policy: DISCARD }\n", o->service_buffer_kb);
-	if (o->process_names)
+	meta = 0;
+	if (o->process_names) {
 		fprintf(f, "buffers { size_kb: %u fill_policy: DISCARD }\n", 8192u);
+		meta = 1;
+	}
 	fprintf(f, "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
 		   "  ftrace_config {\n");
-	if (o->n_events == 0) {
+	if (o->n_events == 0 && o->n_categories == 0 && !o->hypervisor) {
 		for (size_t i = 0; i < ARRAY_SIZE(default_events); i++)
 			fprintf(f, "    ftrace_events: \"%s\"\n", default_events[i]);
 	}
-	for (size_t i = 0; i < o->n_events; i++) {
-		if (!event_name_ok(o->events[i])) {
-			fclose(f);
-			return -EINVAL;
-		}
+	for (size_t i = 0; i < o->n_events; i++)
 		fprintf(f, "    ftrace_events: \"%s\"\n", o->events[i]);
-	}
 	if (o->process_names)
 		for (size_t i = 0; i < ARRAY_SIZE(process_events); i++)
 			fprintf(f, "    ftrace_events: \"%s\"\n", process_events[i]);
+	for (size_t i = 0; i < o->n_categories; i++)
+		fprintf(f, "    atrace_categories: \"%s\"\n", o->categories[i]);
+	if (o->symbolize_ksyms)
+		fprintf(f, "    symbolize_ksyms: true\n");
 	if (o->compact_sched >= 0)
 		fprintf(f, "    compact_sched { enabled: %s }\n", o->compact_sched ? "true" : "false");
 	if (o->buffer_size_kb)
@@ -146,19 +228,24 @@ int recorder_config_text_from_options(const struct recorder_options *o, char **r
 		fprintf(f, "    drain_period_ms: %u\n", o->drain_period_ms);
 	if (o->drain_buffer_percent)
 		fprintf(f, "    drain_buffer_percent: %u\n", o->drain_buffer_percent);
-	if (o->instance) {
-		if (!instance_name_ok(o->instance)) {
-			fclose(f);
-			return -EINVAL;
-		}
+	if (o->instance)
 		fprintf(f, "    instance_name: \"%s\"\n", o->instance);
-	}
 	fprintf(f, "  } } }\n");
+	/* pKVM's events live in an instance of their own, as perfetto -t asks */
+	if (o->hypervisor)
+		fprintf(f, "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
+			   "  ftrace_config { instance_name: \"hyp\" ftrace_events: \"hyp/*\" } } }\n");
 	if (o->process_names)
 		fprintf(f, "data_sources { config { name: \"linux.process_stats\" target_buffer: 1\n"
 			   "  process_stats_config { scan_all_processes_on_start: true "
 			   "record_thread_names: true } } }\n");
+	if (o->system_info)
+		fprintf(f, "data_sources { config { name: \"linux.system_info\" target_buffer: %u } }\n",
+			meta);
+	write_sys_stats(f, o, meta);
 	fprintf(f, "duration_ms: %llu\n", (unsigned long long)o->duration_ms);
+	/* as perfetto -t: long recordings get their data committed regularly */
+	fprintf(f, "flush_period_ms: 30000\n");
 	if (fclose(f) != 0 || !text)
 		return -ENOMEM;
 	*ret = TAKE_PTR(text);
@@ -205,7 +292,7 @@ int recorder_config_from_options(const struct recorder_options *o,
 
 	r = recorder_config_text_from_options(o, &text);
 	if (r < 0) {
-		snprintf(err, err_len, "invalid event or instance name on the command line");
+		snprintf(err, err_len, "invalid event, category or instance name on the command line");
 		return r;
 	}
 	r = pbtxt_parse(&perfetto__protos__trace_config__descriptor, text, strlen(text), &m, err,

@@ -126,6 +126,14 @@ int log_internal(enum log_level level, int error, const char *fmt, ...) _printf_
 #define log_info(...) (void)log_full_errno(LOG_LEVEL_INFO, 0, __VA_ARGS__)
 #define log_debug(...) (void)log_full_errno(LOG_LEVEL_DEBUG, 0, __VA_ARGS__)
 
+/**
+ * log_option_error - log the command-line word getopt_long() refused, by
+ * name ("Unknown option '--foo'", "Option '-t' needs a value"), then
+ * "Try '@help'".  For a parser run with opterr = 0 and an optstring that
+ * starts with ':'; call it with what getopt_long() returned ('?' or ':').
+ */
+void log_option_error(int c, char *const *argv, const char *help);
+
 /* ---- parsing ----------------------------------------------------------- */
 
 /**

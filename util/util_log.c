@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -79,4 +80,25 @@ int log_internal(enum log_level level, int error, const char *fmt, ...)
 		line);
 	errno = saved;
 	return -abs(error);
+}
+
+void log_option_error(int c, char *const *argv, const char *help)
+{
+	/* getopt_long() has stepped past the word it refused */
+	const char *word = optind > 0 ? argv[optind - 1] : "";
+	int name_len = (int)strcspn(word, "=");
+	bool is_long = strncmp(word, "--", 2) == 0;
+
+	if (c == ':' && is_long)
+		log_error("Option '%.*s' needs a value", name_len, word);
+	else if (c == ':')
+		log_error("Option '-%c' needs a value", optopt);
+	else if (optopt && !is_long)
+		log_error("Unknown option '-%c'", optopt);
+	else if (optopt)
+		/* a known long option that takes no value was given one */
+		log_error("Option '%.*s' takes no value", name_len, word);
+	else
+		log_error("Unknown option '%.*s'", name_len, word);
+	log_error("Try '%s'", help);
 }

@@ -105,6 +105,12 @@ struct ds_report {
 	uint64_t overrun;             /* kernel END - START overrun */
 	uint64_t packets_dropped;     /* filled by the producer: no SMB chunk was free */
 	uint64_t bytes;               /* filled by the producer */
+	/*
+	 * Timestamps of the first and the last event written, in ns of the
+	 * data source's own clock (0 when it wrote none, or keeps no such
+	 * record): their difference is the span of data the trace holds.
+	 */
+	uint64_t first_ts, last_ts;
 	unsigned n_cpus;              /* 0 for a data source with no per-CPU view; else every
 				       * CPU the kernel reports (no upper bound) */
 	struct ds_cpu_report *cpu;    /* [n_cpus], malloc'd, freed by ds_report_done() */
@@ -145,6 +151,15 @@ struct ds_ops {
 	int (*start)(void *ds);
 	/* Flush: write what is pending and call the sink's flush(). */
 	int (*flush)(void *ds);
+	/*
+	 * Optional: the last Flush of a session that is stopping (a Flush whose
+	 * reason is "trace stop"), when the producer was asked to treat it as
+	 * final (producer_set_final_flush(); `record` does, the daemon does
+	 * not).  Stop producing first, then flush as flush() does, so that
+	 * the end-of-trace counts describe exactly what was written.  Without
+	 * it, flush() is called.
+	 */
+	int (*flush_final)(void *ds);
 	/* Optional: ClearIncrementalState (its presence is registered as
 	 * handles_incremental_state_clear). */
 	int (*clear_incremental)(void *ds);

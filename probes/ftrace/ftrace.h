@@ -139,6 +139,17 @@ int ftrace_ds_start(struct ftrace_ds *ds);
 int ftrace_ds_flush(struct ftrace_ds *ds);
 
 /**
+ * ftrace_ds_flush_final - the last Flush of a stopping session: give up
+ * this data source's share of tracing_on (the last started data source of
+ * its tracefs directory turns tracing off), then ftrace_ds_flush().  With
+ * nothing written after the last read, the END_OF_TRACE stats count
+ * exactly the events in the trace.  Only for a caller that knows no
+ * further Flush needs data (`record`); the daemon uses ftrace_ds_flush().
+ * Returns: as ftrace_ds_flush().
+ */
+int ftrace_ds_flush_final(struct ftrace_ds *ds);
+
+/**
  * ftrace_ds_free - StopDataSource: detach, disable the events no other data
  * source of the directory needs, turn tracing off if it was the last started
  * one and, if it was the last one at all, restore every tracefs file we
@@ -176,6 +187,8 @@ struct ftrace_cpu_summary {
 
 struct ftrace_ds_summary {
 	uint64_t passes;          /* read passes this data source took part in */
+	/* trace-clock ns: the earliest page read, the last event written (0: none) */
+	uint64_t first_ts, last_ts;
 	uint64_t parse_errors;
 	unsigned n_unknown_events;
 	unsigned n_failed_events;

@@ -54,6 +54,8 @@ struct ftrace_ds {
 
 	bool attached;
 	bool started;
+	bool tracing_released;          /* ftrace_ds_flush_final() gave up tracing_on */
+	uint64_t first_page_ts;         /* earliest page timestamp read; 0: none yet */
 	bool ever_started;
 	uint64_t passes;
 	uint32_t read_errors_mask;      /* 1u << FtraceParseStatus for read failures */
@@ -82,7 +84,15 @@ static void reader_batch_begin(struct ftrace_drain_reader *r, unsigned cpu, size
 
 static void reader_batch_page(struct ftrace_drain_reader *r, const uint8_t *page)
 {
-	ftrace_parser_batch_page(ds_of(r)->parser, page);
+	struct ftrace_ds *ds = ds_of(r);
+	uint64_t ts;
+
+	/* A page's header timestamp is that of its first event: the earliest
+	 * one read is where the recorded data begins (the span in summaries). */
+	memcpy(&ts, page, sizeof(ts));
+	if (ts && (ds->first_page_ts == 0 || ts < ds->first_page_ts))
+		ds->first_page_ts = ts;
+	ftrace_parser_batch_page(ds->parser, page);
 }
 
 static void reader_batch_end(struct ftrace_drain_reader *r)
@@ -492,6 +502,21 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	return now ? r : -ENOMEM;
 }
 
+int ftrace_ds_flush_final(struct ftrace_ds *ds)
+{
+	if (!ds)
+		return -EINVAL;
+	/*
+	 * Tracing off before the last read: nothing lands in the buffer after
+	 * it, so read_events END - START is exactly what the trace holds and
+	 * no event is left behind (entries 0).  A directory another started
+	 * data source still uses keeps tracing on for it.
+	 */
+	if (ds->started && !ds->tracing_released && ftrace_tracefs_deactivate(ds->tfs) >= 0)
+		ds->tracing_released = true;
+	return ftrace_ds_flush(ds);
+}
+
 struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds)
 {
 	if (!ds)
@@ -499,7 +524,8 @@ struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds)
 	if (ds->drain) {
 		if (ds->started) {
 			ds->started = false;
-			(void)ftrace_tracefs_deactivate(ds->tfs);
+			if (!ds->tracing_released)
+				(void)ftrace_tracefs_deactivate(ds->tfs);
 		}
 		ftrace_drain_remove_reader(ds->drain, &ds->reader);
 		if (ds->attached) {
@@ -566,6 +592,7 @@ int ftrace_ds_get_summary(struct ftrace_ds *ds, struct ftrace_ds_summary **ret)
 	snapshot_stats(ds, now);
 
 	s->passes = ds->passes;
+	s->first_ts = ds->first_page_ts;
 	s->n_unknown_events = (unsigned)ds->cfg->n_unknown;
 	s->n_failed_events = (unsigned)ds->n_failed;
 	s->n_cpus = ds->n_cpus;
@@ -574,6 +601,8 @@ int ftrace_ds_get_summary(struct ftrace_ds *ds, struct ftrace_ds_summary **ret)
 		const struct ftrace_cpu_stats *a = &ds->start_stats[cpu], *b = &now[cpu];
 		struct ftrace_cpu_summary *c = &s->cpu[cpu];
 
+		if (ds->cpu_state[cpu].last_event_ts > s->last_ts)
+			s->last_ts = ds->cpu_state[cpu].last_event_ts;
 		c->events = p->events;
 		c->pages = p->pages;
 		c->bytes = p->bytes;

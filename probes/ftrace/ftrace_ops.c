@@ -107,6 +107,13 @@ static int ops_flush(void *ds)
 	return ftrace_ds_flush(o->ds);
 }
 
+static int ops_flush_final(void *ds)
+{
+	struct ftrace_ops_ds *o = ds;
+
+	return ftrace_ds_flush_final(o->ds);
+}
+
 static int ops_report(void *ds, struct ds_report *r)
 {
 	_cleanup_free_ struct ftrace_ds_summary *s = NULL;
@@ -120,6 +127,8 @@ static int ops_report(void *ds, struct ds_report *r)
 	if (!r->cpu)
 		return -ENOMEM;
 	r->n_cpus = s->n_cpus;
+	r->first_ts = s->first_ts;
+	r->last_ts = s->last_ts;
 	for (unsigned i = 0; i < s->n_cpus; i++)
 		r->cpu[i] = (struct ds_cpu_report){
 			.events = s->cpu[i].events,
@@ -149,6 +158,7 @@ const struct ds_ops ftrace_ds_ops = {
 	.setup = ops_setup,
 	.start = ops_start,
 	.flush = ops_flush,
+	.flush_final = ops_flush_final,
 	.report = ops_report,
 	.free = ops_free,
 };
