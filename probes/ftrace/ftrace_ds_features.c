@@ -186,14 +186,16 @@ int ftrace_extra_new(const Perfetto__Protos__FtraceConfig *cfg, struct ftrace_tr
 		_cleanup_free_ char *text = NULL;
 		size_t len = 0;
 
-		r = ftrace_tracefs_read(t, "available_filter_functions", FUNCS_TEXT_MAX, &text, &len);
-		if (r >= 0)
+		/* Only the top level has it; the functions are the kernel's, not the directory's. */
+		r = ftrace_tracefs_read_root(t, "available_filter_functions", FUNCS_TEXT_MAX, &text);
+		if (r >= 0) {
+			len = strlen(text);
 			r = ftrace_funcs_parse(text, len, &avail);
+		}
 		else if (r != -ENOMEM)
 			/* Some kernels refuse it even to root: the kernel then judges the names. */
-			r = warn_line(x, strdup_printf("ftrace: cannot read %s/available_filter_functions (%s): function "
-						       "names are checked for their characters only",
-						       ftrace_tracefs_path(t), strerror(-r)));
+			r = warn_line(x, strdup_printf("ftrace: cannot read available_filter_functions (%s): function "
+						       "names are checked for their characters only", strerror(-r)));
 	}
 	if (r >= 0)
 		r = ftrace_kprobe_plan_build(cfg, avail, &x->kplan);
