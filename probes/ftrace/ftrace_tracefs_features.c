@@ -146,14 +146,19 @@ int ftrace_tracefs_function_graph(struct ftrace_tracefs *t, const char *filters,
 			set_error_text(ret_error, strdup_printf("%s/current_tracer is '%s', not nop", t->path, tok));
 			return -EBUSY;
 		}
-		/* Everything we are about to change, saved first. */
-		r = ftrace_tracefs_remember(t, "current_tracer");
-		if (r >= 0)
-			r = ftrace_tracefs_remember(t, "set_ftrace_filter");
+		/*
+		 * Everything we are about to change, saved first; the tracer
+		 * last, so that the restore (newest first) puts it back before
+		 * the filters: an emptied filter under a live function_graph
+		 * would trace every function for a moment.
+		 */
+		r = ftrace_tracefs_remember(t, "set_ftrace_filter");
 		if (r >= 0 && faccessat(t->dirfd, "set_graph_function", F_OK, 0) == 0)
 			r = ftrace_tracefs_remember(t, "set_graph_function");
 		if (r >= 0 && faccessat(t->dirfd, "max_graph_depth", F_OK, 0) == 0)
 			r = ftrace_tracefs_remember(t, "max_graph_depth");
+		if (r >= 0)
+			r = ftrace_tracefs_remember(t, "current_tracer");
 		if (r == -EOPNOTSUPP || r == -E2BIG) {
 			set_error_text(ret_error, strdup_printf("%s holds function filters or commands that could not be "
 								"put back exactly; left alone", t->path));

@@ -173,6 +173,9 @@ static bool undo_value_valid(const char *file, enum undo_kind k, const char *v)
 	case UNDO_PLAIN:
 		if (strncmp(file, "options/", 8) == 0)
 			return strcmp(v, "0") == 0 || strcmp(v, "1") == 0;
+		/* We only ever start a tracer over nop: nothing else is put back. */
+		if (strcmp(file, "current_tracer") == 0)
+			return strcmp(v, "nop") == 0;
 		return value_valid(v, strcmp(file, "tracing_cpumask") == 0);
 	case UNDO_FUNCS:
 		return list_valid(v, '\n', false);
