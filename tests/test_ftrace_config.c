@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "probes/ftrace/ftrace_control.h"
+#include "probes/ftrace/ftrace_features.h"
 #include "probes/ftrace/ftrace_parse.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
@@ -188,6 +189,106 @@ START_TEST(test_config_resolution)
 END_TEST
 
 /* ---- per-CPU stats text ----------------------------------------------------- */
+
+/* The options beyond ftrace_events: implied events, the syscall filter, exclusive options. */
+START_TEST(test_config_options_beyond_events)
+{
+	Perfetto__Protos__FtraceConfig cfg = PERFETTO__PROTOS__FTRACE_CONFIG__INIT;
+	Perfetto__Protos__FtraceConfig__TracefsOption opt = PERFETTO__PROTOS__FTRACE_CONFIG__TRACEFS_OPTION__INIT;
+	Perfetto__Protos__FtraceConfig__TracefsOption *opts[] = { &opt };
+	char *cats[] = { "sched", "view" }, *sys[] = { "sys_read", "sys_bogus" }, *bogus[] = { "sys_bogus" };
+	uint32_t tids[] = { 5, 7 }, bad_tids[] = { 5, 0 };
+	struct ftrace_event_list *l = fixture_events();
+	struct ftrace_config *c = NULL;
+	char *err = NULL;
+	int nr_read;
+
+	ck_assert_int_ge(ftrace_event_list_add(l, "raw_syscalls", "sys_enter", 0), 0);
+	ck_assert_int_ge(ftrace_event_list_add(l, "raw_syscalls", "sys_exit", 0), 0);
+	ftrace_event_list_sort(l);
+
+	/* atrace: the category's kernel events that exist, and print; no unknowns for the rest */
+	cfg.n_atrace_categories = ARRAY_SIZE(cats);
+	cfg.atrace_categories = cats;
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 4ull << 30, &c, &err), 0);
+	ck_assert(has_event(c, "sched", "sched_switch"));
+	ck_assert(has_event(c, "sched", "sched_waking"));
+	ck_assert(has_event(c, "ftrace", "print"));
+	ck_assert(!has_event(c, "irq", "irq_handler_entry"));
+	ck_assert_uint_eq(c->n_unknown, 0);
+	ck_assert(c->atrace_userspace);
+	ck_assert_ptr_nonnull(strstr(c->warnings, "atrace category 'view'"));
+	ck_assert_ptr_null(strstr(c->warnings, "not supported"));
+	c = ftrace_config_free(c);
+	/* ... but not in an instance, as traced_probes */
+	cfg.instance_name = "inst";
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 4ull << 30, &c, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "instance_name"));
+	cfg.instance_name = NULL;
+	cfg.n_atrace_categories = 0;
+
+	/* syscall_events: a filter from this machine's table */
+	nr_read = ftrace_syscall_by_name(ftrace_syscall_arch_current(), "sys_read");
+	cfg.n_syscall_events = ARRAY_SIZE(sys);
+	cfg.syscall_events = sys;
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 4ull << 30, &c, &err), 0);
+	if (nr_read >= 0) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "id == %d", nr_read);
+		ck_assert(has_event(c, "raw_syscalls", "sys_enter"));
+		ck_assert(has_event(c, "raw_syscalls", "sys_exit"));
+		ck_assert(c->has_raw_syscalls);
+		ck_assert_str_eq(c->syscall_filter, want);
+		ck_assert_ptr_nonnull(strstr(c->warnings, "'sys_bogus' is not a syscall"));
+	}
+	c = ftrace_config_free(c);
+	/* none known: raw_syscalls is left out rather than recorded whole */
+	cfg.n_syscall_events = 1;
+	cfg.syscall_events = bogus;
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 4ull << 30, &c, &err), 0);
+	ck_assert(!has_event(c, "raw_syscalls", "sys_enter"));
+	ck_assert(!c->has_raw_syscalls);
+	ck_assert_ptr_null(c->syscall_filter);
+	c = ftrace_config_free(c);
+	cfg.n_syscall_events = 0;
+
+	/* function graph: its events are required */
+	cfg.has_enable_function_graph = cfg.enable_function_graph = true;
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 4ull << 30, &c, &err), 0);
+	ck_assert(c->function_graph);
+	ck_assert(has_unknown(c, "ftrace/funcgraph_entry"));
+	c = ftrace_config_free(c);
+	cfg.has_enable_function_graph = cfg.enable_function_graph = false;
+
+	/* exclusive options: checked here, with a reason */
+	cfg.n_tids_to_trace = 2;
+	cfg.tids_to_trace = bad_tids;
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 4ull << 30, &c, &err), -EINVAL);
+	cfg.tids_to_trace = tids;
+	cfg.tracing_cpumask = "../tracing_on";
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 4ull << 30, &c, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "not a hex CPU mask"));
+	cfg.tracing_cpumask = "3";
+	opt.name = "a/b";
+	opt.has_state = true;
+	opt.state = PERFETTO__PROTOS__FTRACE_CONFIG__TRACEFS_OPTION__STATE__STATE_ENABLED;
+	cfg.n_tracefs_options = 1;
+	cfg.tracefs_options = opts;
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 4ull << 30, &c, &err), -EINVAL);
+	opt.name = "event-fork";
+	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 4ull << 30, &c, &err), 0);
+	ck_assert(c->exclusive);
+	ck_assert_str_eq(c->event_pids, "5 7");
+	ck_assert_str_eq(c->cpumask, "3");
+	ck_assert_uint_eq(c->n_options, 1);
+	ck_assert_str_eq(c->options[0].name, "event-fork");
+	ck_assert(c->options[0].on);
+	c = ftrace_config_free(c);
+	free(err);
+	ftrace_event_list_free(l);
+}
+END_TEST
 
 START_TEST(test_stats_parse)
 {
@@ -360,6 +461,7 @@ static Suite *suite(void)
 
 	tcase_add_test(tc, test_name_validation);
 	tcase_add_test(tc, test_config_resolution);
+	tcase_add_test(tc, test_config_options_beyond_events);
 	tcase_add_test(tc, test_stats_parse);
 	tcase_add_test(tc, test_clock_text);
 	tcase_add_test(tc, test_write_all_short_writes);

@@ -15,8 +15,11 @@
  *
  * Everything we change in tracefs is recorded (and persisted under the state
  * directory before the change) so that the last data source to stop puts
- * tracing_on, the enabled events, buffer_size_kb, trace_clock and
- * buffer_percent back exactly as they were, and so that a restart after a
+ * tracing_on, the enabled events, buffer_size_kb, trace_clock,
+ * buffer_percent, the raw_syscalls filters, current_tracer and the
+ * function filters, max_graph_depth, set_event_pid, tracing_cpumask,
+ * options and the kprobes it created back exactly as they were, and so
+ * that a restart after a
  * crash can do the same with ftrace_host_recover().  The first setup on a
  * directory also replays a leftover list of a dead process for that
  * directory, and refuses (-EBUSY) a directory whose list belongs to a live
@@ -108,12 +111,16 @@ struct ftrace_ds_hooks {
  * Events that do not exist on this kernel, have invalid names or fail to
  * enable do not fail the setup: they are reported in the FtraceStats
  * packets (unknown_ftrace_events / failed_ftrace_events) and in
- * ftrace_ds_get_warnings().
+ * ftrace_ds_get_warnings().  So are kprobes and the function graph on a
+ * kernel without them, and function filters or kprobes it refuses.
  *
  * Returns: 0; -EINVAL for a rejected config (bad instance name, too many
- * events...); -ENOENT for a missing instance; -EBUSY if current_tracer is
- * not nop; -EACCES/-EPERM without the privileges to use tracefs; -ENODEV
- * without tracefs; other -errno from tracefs or the state directory.
+ * events, atrace with an instance, a bad tid, cpumask or option name...);
+ * -ENOENT for a missing instance or tracefs option; -EBUSY if
+ * current_tracer is not nop, or for tids_to_trace/tracing_cpumask/
+ * tracefs_options next to another session (either way round);
+ * -EACCES/-EPERM without the privileges to use tracefs; -ENODEV without
+ * tracefs; other -errno from tracefs or the state directory.
  */
 int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracing_session_id,
 		    const struct Perfetto__Protos__FtraceConfig *cfg, const struct ds_sink *sink,

@@ -150,6 +150,8 @@ static void bundle_close(struct bundler *b)
 	if (b->dyn_used)
 		write_descriptors(b);
 	pbw_end_nested(b->w);
+	if (b->p->bundle_hook)
+		b->p->bundle_hook(b->p->bundle_hook_ctx, b->w, b->pids);
 	b->w = NULL;
 	b->packets++;
 	if (b->stats) {
@@ -357,6 +359,17 @@ static bool write_fields(struct bundler *b, struct pbw *w, const struct ftrace_e
 			 const struct ftrace_record *rec)
 {
 	bool ok = true;
+
+	if (_unlikely_(tr->type == FTRACE_TR_KPROBE)) {
+		const struct ftrace_parser *p = b->p;
+		uint8_t type = tr->event_id < p->n_kprobe_type ? p->kprobe_type[tr->event_id] : 0;
+
+		/* KprobeEvent: name (1), type (2) */
+		pbw_bytes(w, 1, tr->name, tr->name_len);
+		if (type)
+			pbw_varint(w, 2, type);
+		return true;
+	}
 
 	for (uint16_t i = 0; i < tr->n_fields; i++)
 		ok &= write_field(b, w, &tr->fields[i], tr->fields[i].proto_field, rec->data,

@@ -11,12 +11,18 @@
 #include <string.h>
 
 #include "probes/ftrace/ftrace_control.h"
+#include "probes/ftrace/ftrace_features.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
 
 static void ftrace_config_freep_(struct ftrace_config **c)
 {
 	ftrace_config_free(*c);
+}
+
+static void ftrace_atrace_implied_freep(struct ftrace_atrace_implied **a)
+{
+	ftrace_atrace_implied_free(*a);
 }
 
 struct ftrace_event_list {
@@ -391,29 +397,181 @@ static uint32_t default_buffer_kb(uint64_t ram_bytes)
 	return ram_bytes >= FTRACE_HIGH_RAM_BYTES ? FTRACE_BUFFER_KB_HIGH_RAM : FTRACE_BUFFER_KB_LOW_RAM;
 }
 
-static int check_unsupported(const Perfetto__Protos__FtraceConfig *cfg, struct ftrace_config *c)
+/* Every event of @imp: the required ones resolve like ftrace_events, the optional ones only if present. */
+static int resolve_implied(struct resolver *rs, const struct ftrace_atrace_implied *imp)
 {
-	int r = 0;
+	const struct ftrace_event_list *l = rs->avail;
+	int r;
 
-#define UNSUPPORTED(cond, what)                                                              \
-	do {                                                                                 \
-		if ((cond) && r >= 0)                                                        \
-			r = warn(c, "FtraceConfig.%s is not supported and was ignored", what); \
-	} while (0)
+	for (size_t i = 0; i < imp->n_events; i++) {
+		const struct ftrace_atrace_event *ae = &imp->events[i];
+		const struct ftrace_event_name *e = ftrace_event_list_find(l, ae->group, ae->name);
 
-	UNSUPPORTED(cfg->n_atrace_categories > 0 || cfg->n_atrace_apps > 0 ||
-		    cfg->n_atrace_categories_prefer_sdk > 0, "atrace_*");
-	UNSUPPORTED(cfg->has_symbolize_ksyms && cfg->symbolize_ksyms, "symbolize_ksyms");
-	UNSUPPORTED(cfg->has_throttle_rss_stat && cfg->throttle_rss_stat, "throttle_rss_stat");
-	UNSUPPORTED(cfg->n_syscall_events > 0, "syscall_events");
-	UNSUPPORTED((cfg->has_enable_function_graph && cfg->enable_function_graph) ||
-		    cfg->n_function_filters > 0 || cfg->n_function_graph_roots > 0, "function graph");
-	UNSUPPORTED(cfg->n_kprobe_events > 0, "kprobe_events");
-	UNSUPPORTED(cfg->n_tids_to_trace > 0, "tids_to_trace");
-	UNSUPPORTED(cfg->n_tracefs_options > 0, "tracefs_options");
-	UNSUPPORTED(cfg->tracing_cpumask != NULL, "tracing_cpumask");
-#undef UNSUPPORTED
+		if (e) {
+			r = add_event(rs, (size_t)(e - l->ev));
+		} else if (ae->flags & FTRACE_ATRACE_OPTIONAL) {
+			r = 0;
+		} else {
+			char name[2 * FTRACE_NAME_MAX + 2];
+
+			(void)snprintf(name, sizeof(name), "%s/%s", ae->group, ae->name);
+			r = add_unknown(rs, name);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static bool is_event(const struct ftrace_event_name *e, const char *group, const char *name)
+{
+	return strcmp(e->group, group) == 0 && strcmp(e->name, name) == 0;
+}
+
+/* Drop the events of @group from the resolved set. */
+static void drop_group(struct ftrace_config *c, const char *group)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < c->n_events; i++)
+		if (strcmp(c->events[i]->group, group) != 0)
+			c->events[w++] = c->events[i];
+	c->n_events = w;
+}
+
+/*
+ * throttle_rss_stat on a kernel that has synthetic/rss_stat_throttled:
+ * that event instead of kmem/rss_stat.  (Linux kernels have no such event
+ * unless someone made it; then kmem/rss_stat stays.)
+ */
+static int replace_rss_stat(struct resolver *rs)
+{
+	const struct ftrace_event_name *thr = ftrace_event_list_find(rs->avail, "synthetic", "rss_stat_throttled");
+	struct ftrace_config *c = rs->c;
+	size_t w = 0;
+
+	if (!thr)
+		return 0;
+	for (size_t i = 0; i < c->n_events; i++)
+		if (!is_event(c->events[i], "kmem", "rss_stat"))
+			c->events[w++] = c->events[i];
+	c->n_events = w;
+	return add_event(rs, (size_t)(thr - rs->avail->ev));
+}
+
+static int set_reason(char **ret_error, const char *fmt, ...) _printf_(2, 3);
+static int set_reason(char **ret_error, const char *fmt, ...)
+{
+	char *m = NULL;
+	va_list ap;
+
+	if (!ret_error)
+		return -EINVAL;
+	va_start(ap, fmt);
+	if (vasprintf(&m, fmt, ap) < 0)
+		m = NULL;
+	va_end(ap);
+	free(*ret_error);
+	*ret_error = m;
+	return -EINVAL;
+}
+
+/* syscall_events: the raw_syscalls filter of this machine's syscall table. */
+static int resolve_syscalls(const Perfetto__Protos__FtraceConfig *cfg, struct ftrace_config *c)
+{
+	struct ftrace_syscall_filter *f = NULL;
+	enum ftrace_syscall_arch arch;
+	int r;
+
+	for (size_t i = 0; i < c->n_events; i++)
+		if (strcmp(c->events[i]->group, "raw_syscalls") == 0)
+			c->has_raw_syscalls = true;
+	if (cfg->n_syscall_events == 0 || !c->has_raw_syscalls)
+		return 0;
+	arch = ftrace_syscall_arch_current();
+	if (arch < 0) {
+		drop_group(c, "raw_syscalls");
+		c->has_raw_syscalls = false;
+		return warn(c, "FtraceConfig.syscall_events: no syscall table for this architecture; "
+			    "raw_syscalls not recorded");
+	}
+	r = ftrace_syscall_filter_build(arch, (const char *const *)cfg->syscall_events, cfg->n_syscall_events, &f);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < f->n_unknown && r >= 0; i++)
+		r = warn(c, "FtraceConfig.syscall_events: '%s' is not a syscall of %s", f->unknown[i],
+			 ftrace_syscall_arch_to_string(arch));
+	if (r >= 0 && f->n_unknown_total > f->n_unknown)
+		r = warn(c, "FtraceConfig.syscall_events: %zu more unknown syscalls",
+			 f->n_unknown_total - f->n_unknown);
+	if (r >= 0 && !f->filter) {
+		/* traced_probes would record every syscall; nothing listed is one. */
+		drop_group(c, "raw_syscalls");
+		c->has_raw_syscalls = false;
+		r = warn(c, "FtraceConfig.syscall_events: no listed syscall exists on %s; raw_syscalls not recorded",
+			 ftrace_syscall_arch_to_string(arch));
+	}
+	if (r >= 0 && f->filter)
+		c->syscall_filter = TAKE_PTR(f->filter);
+	ftrace_syscall_filter_free(f);
 	return r;
+}
+
+/* tids_to_trace, tracing_cpumask, tracefs_options: checked now, written by the data source. */
+static int resolve_exclusive(const Perfetto__Protos__FtraceConfig *cfg, struct ftrace_config *c, char **ret_error)
+{
+	int r;
+
+	if (cfg->n_tids_to_trace > 0) {
+		r = ftrace_opts_tids(cfg->tids_to_trace, cfg->n_tids_to_trace, &c->event_pids);
+		if (r == -EINVAL)
+			return set_reason(ret_error, "FtraceConfig.tids_to_trace: 0 is not a thread id");
+		if (r == -E2BIG)
+			return set_reason(ret_error, "FtraceConfig.tids_to_trace lists %zu tids, more than the %u allowed",
+					  cfg->n_tids_to_trace, FTRACE_MAX_TIDS);
+		if (r < 0)
+			return r;
+		c->exclusive = true;
+	}
+	if (cfg->tracing_cpumask && cfg->tracing_cpumask[0]) {
+		if (!ftrace_opts_cpumask_valid(cfg->tracing_cpumask)) {
+			_cleanup_free_ char *p = printable_copy(cfg->tracing_cpumask);
+
+			return set_reason(ret_error, "FtraceConfig.tracing_cpumask '%s' is not a hex CPU mask "
+					  "(such as \"3\" or \"ff,ffffffff\")", p ? p : "");
+		}
+		c->cpumask = strdup(cfg->tracing_cpumask);
+		if (!c->cpumask)
+			return -ENOMEM;
+		c->exclusive = true;
+	}
+	if (cfg->n_tracefs_options > FTRACE_MAX_TRACEFS_OPTIONS)
+		return set_reason(ret_error, "FtraceConfig lists %zu tracefs_options, more than the %u allowed",
+				  cfg->n_tracefs_options, FTRACE_MAX_TRACEFS_OPTIONS);
+	for (size_t i = 0; i < cfg->n_tracefs_options; i++) {
+		const Perfetto__Protos__FtraceConfig__TracefsOption *o = cfg->tracefs_options[i];
+
+		c->exclusive = true;
+		if (!o || !o->has_state || o->state == PERFETTO__PROTOS__FTRACE_CONFIG__TRACEFS_OPTION__STATE__STATE_UNKNOWN)
+			continue;
+		if (!ftrace_opts_option_name_valid(o->name)) {
+			_cleanup_free_ char *p = printable_copy(o->name ? o->name : "");
+
+			return set_reason(ret_error, "FtraceConfig.tracefs_options: invalid option name '%s' "
+					  "(use [A-Za-z0-9_-])", p ? p : "");
+		}
+		if (!c->options) {
+			c->options = calloc(cfg->n_tracefs_options, sizeof(*c->options));
+			if (!c->options)
+				return -ENOMEM;
+		}
+		c->options[c->n_options].name = strdup(o->name);
+		if (!c->options[c->n_options].name)
+			return -ENOMEM;
+		c->options[c->n_options++].on =
+			o->state == PERFETTO__PROTOS__FTRACE_CONFIG__TRACEFS_OPTION__STATE__STATE_ENABLED;
+	}
+	return 0;
 }
 
 int ftrace_config_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struct ftrace_event_list *avail,
@@ -421,6 +579,7 @@ int ftrace_config_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struc
 {
 	_cleanup_(ftrace_config_freep_) struct ftrace_config *c = NULL;
 	_cleanup_free_ bool *chosen = NULL;
+	_cleanup_(ftrace_atrace_implied_freep) struct ftrace_atrace_implied *implied = NULL;
 	struct resolver rs;
 	const char *inst;
 	int r;
@@ -437,6 +596,10 @@ int ftrace_config_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struc
 		}
 		return -EINVAL;
 	}
+
+	if (inst && (cfg->n_atrace_categories > 0 || cfg->n_atrace_apps > 0))
+		return set_reason(ret_error, "FtraceConfig.atrace_categories and atrace_apps cannot be used with "
+				  "instance_name '%s' (as in traced_probes: they stand for system-wide state)", inst);
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -469,10 +632,34 @@ int ftrace_config_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struc
 		if (r < 0)
 			return r;
 	}
+	r = ftrace_atrace_implied(cfg, ftrace_event_list_find(avail, "synthetic", "rss_stat_throttled") ?
+				      FTRACE_ATRACE_RSS_THROTTLED_OK : 0, &implied);
+	if (r < 0)
+		return r;
+	r = resolve_implied(&rs, implied);
+	if (r >= 0 && implied->replace_rss_stat)
+		r = replace_rss_stat(&rs);
+	if (r == -E2BIG)
+		return set_reason(ret_error, "FtraceConfig expands to more than %u events", FTRACE_MAX_EVENTS);
+	if (r < 0)
+		return r;
+	c->atrace_userspace = implied->atrace_userspace;
+	for (size_t i = 0; i < implied->n_unknown_categories && r >= 0; i++)
+		r = warn(c, "atrace category '%s' has no kernel events on Linux", implied->unknown_categories[i]);
 	for (size_t i = 0; i < c->n_unknown && r >= 0; i++)
 		r = warn(c, "unknown ftrace event '%s'", c->unknown[i]);
 	if (r < 0)
 		return r;
+	r = resolve_syscalls(cfg, c);
+	if (r < 0)
+		return r;
+	r = resolve_exclusive(cfg, c, ret_error);
+	if (r < 0)
+		return r;
+	c->function_graph = cfg->has_enable_function_graph && cfg->enable_function_graph;
+	c->symbolize_ksyms = cfg->has_symbolize_ksyms && cfg->symbolize_ksyms;
+	c->ksyms_retain = cfg->has_ksyms_mem_policy &&
+			  cfg->ksyms_mem_policy == PERFETTO__PROTOS__FTRACE_CONFIG__KSYMS_MEM_POLICY__KSYMS_RETAIN;
 
 	for (size_t i = 0; i < c->n_events; i++)
 		if (strcmp(c->events[i]->group, "sched") == 0 && strcmp(c->events[i]->name, "sched_switch") == 0)
@@ -512,10 +699,6 @@ int ftrace_config_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struc
 	c->preserve = cfg->has_preserve_ftrace_buffer && cfg->preserve_ftrace_buffer;
 	c->mono_raw = cfg->has_use_monotonic_raw_clock && cfg->use_monotonic_raw_clock;
 
-	r = check_unsupported(cfg, c);
-	if (r < 0)
-		return r;
-
 	*ret = TAKE_PTR(c);
 	return 0;
 }
@@ -530,6 +713,12 @@ struct ftrace_config *ftrace_config_free(struct ftrace_config *c)
 	free(c->events);
 	free(c->warnings);
 	free(c->instance_name);
+	free(c->syscall_filter);
+	free(c->event_pids);
+	free(c->cpumask);
+	for (size_t i = 0; i < c->n_options; i++)
+		free(c->options[i].name);
+	free(c->options);
 	free(c);
 	return NULL;
 }

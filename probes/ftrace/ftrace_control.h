@@ -95,6 +95,12 @@ int ftrace_tracefs_read(struct ftrace_tracefs *t, const char *file, size_t max, 
 			size_t *ret_len);
 
 /**
+ * ftrace_tracefs_read_root - ftrace_tracefs_read() of a file of the
+ * top-level directory (kprobe_profile), whichever directory @t is.
+ */
+int ftrace_tracefs_read_root(struct ftrace_tracefs *t, const char *file, size_t max, char **ret);
+
+/**
  * ftrace_tracefs_write - the one validated write: open(O_WRONLY|O_CLOEXEC),
  * write all of @value (looping on short writes and EINTR), close.  Does not
  * record anything for undo.  On failure *@ret_error (if non-NULL) gets a
@@ -104,6 +110,22 @@ int ftrace_tracefs_read(struct ftrace_tracefs *t, const char *file, size_t max, 
  */
 int ftrace_tracefs_write(struct ftrace_tracefs *t, const char *file, const char *value,
 			 char **ret_error);
+
+/**
+ * ftrace_tracefs_write_trunc - ftrace_tracefs_write() with O_TRUNC: how the
+ * list files (set_ftrace_filter, set_graph_function, set_event_pid) are
+ * emptied before @value (may be "") is written.
+ */
+int ftrace_tracefs_write_trunc(struct ftrace_tracefs *t, const char *file, const char *value,
+			       char **ret_error);
+
+/**
+ * ftrace_tracefs_kprobe_write - append @line to the top-level kprobe_events
+ * (of the tracefs @t lives in; never truncated).
+ * Returns: 0 or -errno (-EEXIST: the probe exists; -ENOENT: no such probe
+ * to remove, or no kprobe_events at all).
+ */
+int ftrace_tracefs_kprobe_write(struct ftrace_tracefs *t, const char *line, char **ret_error);
 
 /**
  * ftrace_tracefs_truncate - clear the ring buffer (open "trace" with O_TRUNC).
@@ -116,8 +138,14 @@ int ftrace_tracefs_truncate(struct ftrace_tracefs *t);
  * ftrace_tracefs_remember - record the current value of @file so that
  * restore puts it back, unless it is already recorded.  Supported files:
  * tracing_on, trace_clock, buffer_size_kb (per-CPU sizes when they differ),
- * buffer_percent, events/<g>/<n>/enable.
- * Returns: 1 if a new entry was recorded, 0 if already there, -errno.
+ * buffer_percent, current_tracer, max_graph_depth, tracing_cpumask,
+ * options/<name>, events/<g>/<n>/enable, events/<g>/<n>/filter, and the
+ * list files set_ftrace_filter, set_graph_function, set_event_pid (put
+ * back by truncating, then writing the saved entries).  Kprobes are
+ * recorded by ftrace_tracefs_kprobe_create().
+ * Returns: 1 if a new entry was recorded, 0 if already there, -EOPNOTSUPP
+ * for a list file holding entries that cannot be written back (function
+ * commands such as ":traceoff"), -E2BIG for one too long to keep, -errno.
  */
 int ftrace_tracefs_remember(struct ftrace_tracefs *t, const char *file);
 
@@ -126,6 +154,9 @@ int ftrace_tracefs_remember(struct ftrace_tracefs *t, const char *file);
  * reading it (the caller just read it).
  */
 int ftrace_tracefs_remember_value(struct ftrace_tracefs *t, const char *file, const char *old_value);
+
+/* Whether @file has an undo entry. */
+bool ftrace_tracefs_remembered(const struct ftrace_tracefs *t, const char *file);
 
 /**
  * ftrace_tracefs_forget - drop the entry for @file (we just put the file
@@ -255,6 +286,57 @@ int ftrace_tracefs_read_buffer_kb(struct ftrace_tracefs *t, uint32_t *ret_kb);
  */
 int ftrace_tracefs_page_size(struct ftrace_tracefs *t, size_t *ret);
 
+/* -- directory-wide features (ftrace_tracefs_features.c) -- */
+
+/* Longest raw_syscalls filter the kernel takes (it refuses a page). */
+#define FTRACE_SYSCALL_FILTER_TEXT_MAX 4095u
+
+/**
+ * ftrace_tracefs_syscall_filter - a data source records raw_syscalls with
+ * @filter ("id == 0 || id == 3") on sys_enter and sys_exit, or with every
+ * syscall (@filter NULL).  The directory's filter becomes the union of what
+ * its data sources asked for (every syscall when too long).
+ */
+int ftrace_tracefs_syscall_filter(struct ftrace_tracefs *t, const char *filter, char **ret_error);
+
+/* @tracer is listed in available_tracers. */
+bool ftrace_tracefs_has_tracer(struct ftrace_tracefs *t, const char *tracer);
+
+/**
+ * ftrace_tracefs_function_graph - current_tracer=function_graph with the
+ * '\n'-separated function names or globs @filters (set_ftrace_filter) and
+ * @roots (set_graph_function) and @max_depth (0: unlimited).  The first
+ * call saves and clears both filter files and the depth; later ones add to
+ * the filters.  Entries the kernel refuses are listed in *@ret_refused.
+ * Returns: 0, -EOPNOTSUPP (no function_graph tracer or set_graph_function;
+ * or filter files we could not restore), -EBUSY (another tracer is set),
+ * -errno.
+ */
+int ftrace_tracefs_function_graph(struct ftrace_tracefs *t, const char *filters, const char *roots,
+				  uint32_t max_depth, char **ret_refused, char **ret_error);
+
+/**
+ * ftrace_tracefs_kprobe_create - append @line (ftrace_kprobe_line()) to
+ * kprobe_events for @group/@name, with an undo entry that removes it
+ * (persisted first).  A probe that already exists and is not ours is used
+ * and left in place.
+ * Returns: 0, -EINVAL, -ENOENT (no kprobe_events: kernel without kprobes),
+ * -errno from the kernel (EINVAL: no such function).
+ */
+int ftrace_tracefs_kprobe_create(struct ftrace_tracefs *t, const char *group, const char *name,
+				 const char *line, char **ret_error);
+
+/**
+ * ftrace_tracefs_set_list - save list file @file, then replace its
+ * contents with @value.
+ */
+int ftrace_tracefs_set_list(struct ftrace_tracefs *t, const char *file, const char *value, char **ret_error);
+
+/* A data source with exclusive features (tids_to_trace, tracefs_options,
+ * tracing_cpumask) holds the directory: no other may join it. */
+bool ftrace_tracefs_exclusive(const struct ftrace_tracefs *t);
+void ftrace_tracefs_set_exclusive(struct ftrace_tracefs *t, bool on);
+
 /**
  * ftrace_tracefs_read_available - the events of this directory (its
  * events/<group>/<name>/ tree; instances have no available_events), with
@@ -320,7 +402,26 @@ struct ftrace_config {
 	bool preserve;
 	bool mono_raw;
 	bool has_sched_switch;
+
+	/* options beyond ftrace_events (their events are in events[]) */
+	bool atrace_userspace;          /* atrace asked for: Linux has none, say so */
+	bool has_raw_syscalls;          /* raw_syscalls events are among events[] */
+	char *syscall_filter;           /* for them, from syscall_events; NULL: every syscall */
+	bool function_graph;            /* enable_function_graph */
+	bool symbolize_ksyms;
+	bool ksyms_retain;              /* ksyms_mem_policy KSYMS_RETAIN */
+	bool exclusive;                 /* tids_to_trace, tracing_cpumask or tracefs_options */
+	char *event_pids;               /* set_event_pid text, NULL: untouched */
+	char *cpumask;                  /* tracing_cpumask, NULL: untouched */
+	struct ftrace_config_option {
+		char *name;             /* valid for options/<name> */
+		bool on;
+	} *options;
+	size_t n_options;
 };
+
+/* tracefs_options entries one config may list. */
+#define FTRACE_MAX_TRACEFS_OPTIONS 256u
 
 /**
  * ftrace_config_instance_name - the validated instance_name of @cfg.
@@ -332,10 +433,16 @@ int ftrace_config_instance_name(const struct Perfetto__Protos__FtraceConfig *cfg
 
 /**
  * ftrace_config_resolve - validate @cfg and resolve its event names against
- * @avail without touching the system (pure: the fuzz target calls it).
+ * @avail without touching the system (pure but for uname(2): the fuzz
+ * target calls it).  Besides ftrace_events, the events the other options
+ * imply (ftrace_atrace_implied(): atrace categories, syscall_events,
+ * function graph) are resolved, syscall_events becomes the raw_syscalls
+ * filter of this machine's table, and tids_to_trace, tracing_cpumask and
+ * tracefs_options are checked.
  * @ram_bytes: physical memory, picks the default buffer size.
  * Unknown or malformed names go to unknown[], not to an error.
- * Returns: 0, -EINVAL with a reason for a config we reject, -ENOMEM.
+ * Returns: 0, -EINVAL with a reason for a config we reject (also: atrace
+ * with instance_name, a bad cpumask, option name or tid), -ENOMEM.
  */
 int ftrace_config_resolve(const struct Perfetto__Protos__FtraceConfig *cfg,
 			  const struct ftrace_event_list *avail, uint64_t ram_bytes,
@@ -394,6 +501,11 @@ struct ftrace_stats_msg {
 	uint64_t parse_errors;          /* bit n: FtraceParseStatus n seen */
 	uint32_t cpu_buffer_size_pages; /* 0: not written */
 	uint32_t cached_cpu_buffer_size_pages;
+	uint32_t kernel_symbols_parsed; /* symbolize_ksyms: symbols in the map */
+	uint32_t kernel_symbols_mem_kb;
+	bool has_kprobe_stats;          /* the session has kprobes */
+	int64_t kprobe_hits;
+	int64_t kprobe_misses;
 };
 
 /**

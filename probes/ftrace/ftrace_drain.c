@@ -174,6 +174,16 @@ int ftrace_drain_open_cpus(struct ftrace_drain *d)
 	return 0;
 }
 
+void ftrace_drain_close_cpus(struct ftrace_drain *d)
+{
+	if (d->wake)
+		for (unsigned i = 0; i < d->n_cpus; i++)
+			d->wake[i] = event_source_disable_unref(d->wake[i]);
+	for (unsigned i = 0; i < d->n_cpus; i++)
+		d->cpus[i] = ftrace_cpu_free(d->cpus[i]);
+	d->cpus_open = false;
+}
+
 /*
  * When trace_clock is not "boot", bundles carry an (ftrace clock, boottime)
  * pair taken together; cpu0's stats "now ts" is the ftrace clock's now.

@@ -88,6 +88,14 @@ struct ftrace_drain_reader *ftrace_drain_first_reader(const struct ftrace_drain 
 int ftrace_drain_open_cpus(struct ftrace_drain *d);
 
 /**
+ * ftrace_drain_close_cpus - close the per-CPU readers (no reader is
+ * started any more): the kernel refuses to change current_tracer while
+ * trace_pipe_raw is open, so the restore of a function_graph session
+ * needs them closed first.  ftrace_drain_open_cpus() opens them again.
+ */
+void ftrace_drain_close_cpus(struct ftrace_drain *d);
+
+/**
  * ftrace_drain_pass - read every CPU of @d once and feed each started
  * reader.  A CPU gives up to FTRACE_PASS_MAX_PAGES pages, or with @flush up
  * to the whole buffer.

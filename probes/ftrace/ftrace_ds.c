@@ -15,8 +15,10 @@
 #include "probes/ftrace/ftrace.h"
 #include "probes/ftrace/ftrace_control.h"
 #include "probes/ftrace/ftrace_drain.h"
+#include "probes/ftrace/ftrace_ds_features.h"
 #include "probes/ftrace/ftrace_host_internal.h"
 #include "probes/ftrace/ftrace_parse.h"
+#include "probes/ksyms/ksyms.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
 
@@ -51,6 +53,11 @@ struct ftrace_ds {
 	struct ftrace_cpu_state *cpu_state;     /* [n_cpus] */
 	struct ftrace_pass_stats *cpu_pass;     /* [n_cpus], cumulative */
 	struct ftrace_cpu_stats *start_stats;   /* [n_cpus], at start */
+
+	struct ftrace_extra *extra;     /* kprobes, filters, tracer, options */
+	struct ftrace_symbolizer sym;   /* symbolize_ksyms */
+	bool ksyms_ref;                 /* holds a reference on the host's map */
+	uint32_t ksyms_parsed, ksyms_mem_kb;
 
 	bool attached;
 	bool started;
@@ -113,6 +120,7 @@ static void reader_pass_end(struct ftrace_drain_reader *r)
 	ds->passes++;
 	if (ds->hooks.pass_done)
 		ds->hooks.pass_done(ds, ds->pids, ds->userdata);
+	ftrace_symbolize_pass_end(&ds->sym);
 	ftrace_pidset_clear(ds->pids);
 }
 
@@ -155,6 +163,57 @@ static uint64_t ram_bytes(void)
 	long pages = sysconf(_SC_PHYS_PAGES), ps = sysconf(_SC_PAGESIZE);
 
 	return pages > 0 && ps > 0 ? (uint64_t)pages * (uint64_t)ps : 0;
+}
+
+/* Copy the failures of the options beyond events into failed_ftrace_events. */
+static int take_extra_failed(struct ftrace_ds *ds)
+{
+	char *const *f;
+	size_t n = ftrace_extra_failed(ds->extra, &f);
+	char **v;
+
+	if (n == 0)
+		return 0;
+	v = reallocarray(ds->failed, ds->n_failed + n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	ds->failed = v;
+	for (size_t i = 0; i < n; i++) {
+		ds->failed[ds->n_failed] = strdup(f[i]);
+		if (!ds->failed[ds->n_failed])
+			return -ENOMEM;
+		ds->n_failed++;
+	}
+	return 0;
+}
+
+/*
+ * symbolize_ksyms: the host's map (loaded once); when the kernel hides
+ * addresses there is nothing to name, which is said once, not fatal.
+ */
+static int setup_ksyms(struct ftrace_ds *ds)
+{
+	const struct ksyms *k = NULL;
+	_cleanup_free_ char *line = NULL;
+	int r;
+
+	r = ftrace_host_ksyms_get(ds->host, &k);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		if (r == -EPERM)
+			line = strdup("symbolize_ksyms: the kernel hides symbol addresses (kernel.kptr_restrict, or no "
+				      "CAP_SYSLOG): kernel functions are written without names");
+		else
+			line = strdup_printf("symbolize_ksyms: cannot load /proc/kallsyms: %s", strerror(-r));
+		return line ? str_append_line(&ds->warnings, line) : -ENOMEM;
+	}
+	ds->ksyms_ref = true;
+	ds->sym.k = k;
+	ds->ksyms_parsed = (uint32_t)MIN(ksyms_count(k), (size_t)UINT32_MAX);
+	ds->ksyms_mem_kb = (uint32_t)MIN(ksyms_mem_bytes(k) / 1024, (size_t)UINT32_MAX);
+	ftrace_parser_set_bundle_hook(ds->parser, ftrace_symbolize_bundle, &ds->sym);
+	return 0;
 }
 
 static int add_failed(struct ftrace_ds *ds, const struct ftrace_event_name *e, const char *why)
@@ -249,6 +308,8 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 {
 	_cleanup_(ds_freep) struct ftrace_ds *ds = NULL;
 	_cleanup_free_ char *enable_errors = NULL;
+	char **reqs = NULL;
+	size_t n_reqs = 0;
 	struct ftrace_tracefs_params tp;
 	struct ftrace_parser_opts po;
 	const char *inst_name;
@@ -282,9 +343,16 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	ds->tfs = ftrace_drain_tracefs(ds->drain);
 	ds->n_cpus = n_cpus = ftrace_drain_n_cpus(ds->drain);
 
+	r = ftrace_extra_check(cfg, ds->tfs, ret_error);
+	if (r < 0)
+		return r;
+
 	/* Only what the config can name: the full list is thousands of events. */
-	r = ftrace_tracefs_read_available(ds->tfs, (const char *const *)cfg->ftrace_events,
-					  cfg->n_ftrace_events, &ds->avail);
+	r = ftrace_extra_requests(cfg, &reqs, &n_reqs);
+	if (r < 0)
+		return r;
+	r = ftrace_tracefs_read_available(ds->tfs, (const char *const *)reqs, n_reqs, &ds->avail);
+	ftrace_extra_requests_free(reqs, n_reqs);
 	if (r < 0) {
 		set_error_text(ret_error, strdup_printf("read %s/available_events: %s",
 								 ftrace_tracefs_path(ds->tfs), strerror(-r)));
@@ -298,6 +366,11 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 		if (!ds->warnings)
 			return -ENOMEM;
 	}
+	if (ds->cfg->atrace_userspace && ftrace_host_once(h, FTRACE_HOST_ONCE_ATRACE) &&
+	    str_append_line(&ds->warnings, "atrace: Linux has no userspace atrace (atrace_apps and the userspace half "
+				    "of atrace_categories record nothing); recording the categories' kernel events "
+				    "and ftrace/print") < 0)
+		return -ENOMEM;
 
 	po = (struct ftrace_parser_opts){
 		.compact_sched = ds->cfg->compact_sched,
@@ -315,6 +388,14 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 		return r == -ENOMEM ? r : -EINVAL;
 	ftrace_parser_set_print_filter(ds->parser, ds->print_filter);
 	r = keep_used_events(ds);
+	if (r < 0)
+		return r;
+	if (ds->cfg->symbolize_ksyms) {
+		r = setup_ksyms(ds);
+		if (r < 0)
+			return r;
+	}
+	r = ftrace_extra_new(cfg, ds->tfs, &ds->extra);
 	if (r < 0)
 		return r;
 
@@ -354,6 +435,18 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 			return r;
 	}
 	if (enable_errors && str_append_line(&ds->warnings, enable_errors) < 0)
+		return -ENOMEM;
+
+	r = ftrace_extra_setup_kprobes(ds->extra, ds->tfs, ftrace_drain_format_table(ds->drain), ds->parser);
+	if (r < 0)
+		return r;
+	r = ftrace_extra_apply(ds->extra, ds->cfg, ds->tfs, ret_error);
+	if (r < 0)
+		return r;
+	r = take_extra_failed(ds);
+	if (r < 0)
+		return r;
+	if (ftrace_extra_warnings(ds->extra) && str_append_line(&ds->warnings, ftrace_extra_warnings(ds->extra)) < 0)
 		return -ENOMEM;
 
 	*ret = TAKE_PTR(ds);
@@ -481,6 +574,8 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 		.cpu_buffer_size_pages = kb_to_pages(kb, (size_t)sysconf(_SC_PAGESIZE)),
 		.cached_cpu_buffer_size_pages =
 			kb_to_pages(ftrace_tracefs_cached_buffer_kb(ds->tfs), (size_t)sysconf(_SC_PAGESIZE)),
+		.kernel_symbols_parsed = ds->ksyms_parsed,
+		.kernel_symbols_mem_kb = ds->ksyms_mem_kb,
 	};
 	write_stats_packet(ds, &m);
 
@@ -496,6 +591,7 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	m.n_failed = 0;
 	m.preserve_ftrace_buffer = false;
 	m.parse_errors = parse_errors_mask(ds);
+	m.has_kprobe_stats = ftrace_extra_kprobe_stats(ds->extra, ds->tfs, &m.kprobe_hits, &m.kprobe_misses) >= 0;
 	write_stats_packet(ds, &m);
 
 	sink_flush(ds);
@@ -529,7 +625,11 @@ struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds)
 		}
 		ftrace_drain_remove_reader(ds->drain, &ds->reader);
 		if (ds->attached) {
+			ftrace_extra_release(ds->extra, ds->tfs);
 			ftrace_tracefs_release_events(ds->tfs, ds->cfg->events, ds->cfg->n_events, ds->enabled);
+			/* The last one restores current_tracer, which open readers would block. */
+			if (ftrace_tracefs_n_attached(ds->tfs) == 1)
+				ftrace_drain_close_cpus(ds->drain);
 			(void)ftrace_tracefs_detach(ds->tfs);
 		}
 		ftrace_drain_arm_wake(ds->drain);
@@ -537,6 +637,9 @@ struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds)
 		(void)ftrace_host_update_timer(ds->host);
 	}
 
+	if (ds->ksyms_ref)
+		ftrace_host_ksyms_put(ds->host, ds->cfg && ds->cfg->ksyms_retain);
+	ftrace_extra_free(ds->extra);
 	ftrace_parser_free(ds->parser);
 	ftrace_print_filter_free(ds->print_filter);
 	ftrace_pidset_free(ds->pids);

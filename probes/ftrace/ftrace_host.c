@@ -12,6 +12,7 @@
 #include "probes/ftrace/ftrace_control.h"
 #include "probes/ftrace/ftrace_drain.h"
 #include "probes/ftrace/ftrace_host_internal.h"
+#include "probes/ksyms/ksyms.h"
 #include "util/util.h"
 
 /* One tracefs directory in use, in the host's list. */
@@ -27,6 +28,10 @@ struct ftrace_host {
 	char *state_dir;
 	struct host_dir *dirs;
 	uint32_t period_ms;             /* of the armed timer, 0 if off */
+	struct ksyms *ksyms;            /* symbolize_ksyms, shared */
+	unsigned ksyms_users;
+	bool ksyms_retain;              /* KSYMS_RETAIN was asked: keep it loaded */
+	unsigned once;                  /* FTRACE_HOST_ONCE_* already said */
 };
 
 /* $TRACED_PROBES_STATE_DIR if absolute, else the default. */
@@ -85,6 +90,7 @@ struct ftrace_host *ftrace_host_free(struct ftrace_host *h)
 			ftrace_host_put_drain(h, d);
 	}
 	h->timer = event_source_disable_unref(h->timer);
+	ksyms_free(h->ksyms);
 	event_unref(h->event);
 	free(h->root);
 	free(h->state_dir);
@@ -217,4 +223,40 @@ int ftrace_host_update_timer(struct ftrace_host *h)
 		return r;
 	h->period_ms = p;
 	return 0;
+}
+
+/* ---- kernel symbols -------------------------------------------------------- */
+
+int ftrace_host_ksyms_get(struct ftrace_host *h, const struct ksyms **ret)
+{
+	int r;
+
+	if (!h->ksyms) {
+		r = ksyms_load(NULL, &h->ksyms);
+		if (r < 0) {
+			h->ksyms = NULL;
+			return r;
+		}
+	}
+	h->ksyms_users++;
+	*ret = h->ksyms;
+	return 0;
+}
+
+void ftrace_host_ksyms_put(struct ftrace_host *h, bool retain)
+{
+	if (h->ksyms_users == 0)
+		return;
+	h->ksyms_retain |= retain;
+	if (--h->ksyms_users > 0 || h->ksyms_retain)
+		return;
+	h->ksyms = ksyms_free(h->ksyms);
+}
+
+bool ftrace_host_once(struct ftrace_host *h, unsigned what)
+{
+	bool first = !(h->once & what);
+
+	h->once |= what;
+	return first;
 }

@@ -36,6 +36,7 @@
 
 struct pbw;
 struct ds_sink;
+struct ftrace_pidset;
 struct smb_writer;
 
 /* FtraceParseStatus (protos/perfetto/trace/ftrace/ftrace_stats.proto). */
@@ -213,6 +214,31 @@ struct ftrace_parser *ftrace_parser_free(struct ftrace_parser *p);
  * event when generic events are disabled, -ENOMEM.
  */
 int ftrace_parser_enable(struct ftrace_parser *p, int event_id);
+
+/**
+ * ftrace_parser_enable_kprobe - ftrace_parser_enable() for an event of the
+ * perfetto_kprobes or perfetto_kretprobes group: its records become
+ * FtraceEvent.kprobe_event {name, type = @trace_type} (KprobeEvent.KprobeType:
+ * 1 begin, 2 end, 3 instant), as traced_probes writes them.
+ * Returns: 0, -EINVAL for an event outside those groups or a bad type,
+ * -ENOENT if the id was never loaded, -ENOMEM.
+ */
+int ftrace_parser_enable_kprobe(struct ftrace_parser *p, int event_id, int trace_type);
+
+/*
+ * Called once per bundle, after its FtraceEventBundle is closed and before
+ * its TracePacket is finished, with the packet cursor and the pass's
+ * pidset: where the data source adds TracePacket fields that depend on what
+ * the bundle referenced (interned kernel symbols).  No allocation allowed:
+ * it runs on the drain path.
+ */
+typedef void (*ftrace_parser_bundle_hook)(void *ctx, struct pbw *packet, struct ftrace_pidset *pids);
+
+/**
+ * ftrace_parser_set_bundle_hook - call @fn(@ctx, ...) for every bundle this
+ * parser writes from now on (NULL: none).
+ */
+void ftrace_parser_set_bundle_hook(struct ftrace_parser *p, ftrace_parser_bundle_hook fn, void *ctx);
 
 /**
  * ftrace_parser_compact_sched_active - whether sched_switch (and

@@ -69,7 +69,11 @@ struct ftrace_field_tr {
 enum ftrace_tr_type {
 	FTRACE_TR_TYPED,
 	FTRACE_TR_GENERIC,      /* dense or legacy is a parser option */
+	FTRACE_TR_KPROBE,       /* KprobeEvent{name, type}: no field is read */
 };
+
+/* FtraceEvent.kprobe_event, and the groups whose events it carries. */
+#define FTRACE_FIELD_KPROBE 542u
 
 struct ftrace_event_tr {
 	uint32_t proto_field;   /* FtraceEvent field: typed id or dynamic id */
@@ -298,6 +302,14 @@ struct ftrace_parser {
 	int print_id;
 	uint16_t print_buf_off;
 	const struct ftrace_print_filter *print_filter;
+
+	/* Kprobe events: KprobeEvent.type by event id (0: not a kprobe). */
+	uint8_t *kprobe_type;
+	size_t n_kprobe_type;
+
+	/* Called with each bundle's packet before it is finished. */
+	ftrace_parser_bundle_hook bundle_hook;
+	void *bundle_hook_ctx;
 
 	/* The open batch of ftrace_parser_batch_*() (ftrace_bundle.c). */
 	struct bundler *batch;

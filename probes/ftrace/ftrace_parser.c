@@ -47,6 +47,7 @@ struct ftrace_parser *ftrace_parser_free(struct ftrace_parser *p)
 	free(p->by_id);
 	free(p->dyn_trs);
 	free(p->dyn_used);
+	free(p->kprobe_type);
 	free(p);
 	return NULL;
 }
@@ -141,6 +142,41 @@ int ftrace_parser_enable(struct ftrace_parser *p, int event_id)
 	    (strcmp(tr->name, "sched_switch") == 0 || strcmp(tr->name, "sched_waking") == 0))
 		update_compact(p);
 	return 0;
+}
+
+int ftrace_parser_enable_kprobe(struct ftrace_parser *p, int event_id, int trace_type)
+{
+	const struct ftrace_event_tr *tr;
+	uint8_t *n;
+	int r;
+
+	if (!p || trace_type < 1 || trace_type > 3)
+		return -EINVAL;
+	r = ftrace_translate_get(p->t, event_id, &tr);
+	if (r < 0)
+		return r;
+	if (tr->type != FTRACE_TR_KPROBE)
+		return -EINVAL;
+	if ((size_t)event_id >= p->n_kprobe_type) {
+		n = realloc(p->kprobe_type, (size_t)event_id + 1);
+		if (!n)
+			return -ENOMEM;
+		memset(n + p->n_kprobe_type, 0, (size_t)event_id + 1 - p->n_kprobe_type);
+		p->kprobe_type = n;
+		p->n_kprobe_type = (size_t)event_id + 1;
+	}
+	r = grow_by_id(p, event_id);
+	if (r < 0)
+		return r;
+	p->kprobe_type[event_id] = (uint8_t)trace_type;
+	p->by_id[event_id] = tr;
+	return 0;
+}
+
+void ftrace_parser_set_bundle_hook(struct ftrace_parser *p, ftrace_parser_bundle_hook fn, void *ctx)
+{
+	p->bundle_hook = fn;
+	p->bundle_hook_ctx = ctx;
 }
 
 bool ftrace_parser_compact_sched_active(const struct ftrace_parser *p)

@@ -26,8 +26,11 @@ enum {
 	FTRACE_STATS_FAILED_EVENTS = 7,
 	FTRACE_STATS_PRESERVE = 8,
 	FTRACE_STATS_PARSE_ERRORS = 9,
+	FTRACE_STATS_KPROBE_STATS = 10,
 	FTRACE_STATS_CPU_BUFFER_SIZE_PAGES = 11,
 	FTRACE_STATS_CACHED_CPU_BUFFER_SIZE_PAGES = 12,
+	KPROBE_STATS_HITS = 1,
+	KPROBE_STATS_MISSES = 2,
 	CPU_STATS_CPU = 1,
 	CPU_STATS_ENTRIES = 2,
 	CPU_STATS_OVERRUN = 3,
@@ -181,8 +184,8 @@ void ftrace_stats_encode(struct pbw *w, const struct ftrace_stats_msg *m)
 		if (m->cpu[i].present)
 			encode_cpu(w, &m->cpu[i]);
 	/* Always present in traced_probes' packets, 0 without a symbolizer. */
-	pbw_varint(w, FTRACE_STATS_KERNEL_SYMBOLS_PARSED, 0);
-	pbw_varint(w, FTRACE_STATS_KERNEL_SYMBOLS_MEM_KB, 0);
+	pbw_varint(w, FTRACE_STATS_KERNEL_SYMBOLS_PARSED, m->kernel_symbols_parsed);
+	pbw_varint(w, FTRACE_STATS_KERNEL_SYMBOLS_MEM_KB, m->kernel_symbols_mem_kb);
 	if (m->atrace_errors)
 		pbw_string(w, FTRACE_STATS_ATRACE_ERRORS, m->atrace_errors);
 	for (size_t i = 0; i < m->n_unknown; i++)
@@ -195,6 +198,12 @@ void ftrace_stats_encode(struct pbw *w, const struct ftrace_stats_msg *m)
 	for (unsigned st = 2; st < 64; st++)
 		if (m->parse_errors & (1ull << st))
 			pbw_varint(w, FTRACE_STATS_PARSE_ERRORS, st);
+	if (m->has_kprobe_stats) {
+		pbw_begin_nested(w, FTRACE_STATS_KPROBE_STATS);
+		pbw_int(w, KPROBE_STATS_HITS, m->kprobe_hits);
+		pbw_int(w, KPROBE_STATS_MISSES, m->kprobe_misses);
+		(void)pbw_end_nested(w);
+	}
 	if (m->cpu_buffer_size_pages)
 		pbw_varint(w, FTRACE_STATS_CPU_BUFFER_SIZE_PAGES, m->cpu_buffer_size_pages);
 	if (m->cached_cpu_buffer_size_pages)

@@ -166,6 +166,7 @@ struct ftrace_tracefs *ftrace_tracefs_free(struct ftrace_tracefs *t)
 		free(t->undo[i].value);
 	}
 	free(t->undo);
+	free(t->syscall_filter);
 	for (size_t i = 0; i < t->n_refs; i++)
 		free(t->refs[i].key);
 	free(t->refs);
@@ -211,6 +212,33 @@ int ftrace_tracefs_read(struct ftrace_tracefs *t, const char *file, size_t max, 
 	if (fd < 0)
 		return negative_errno();
 	return read_full_fd(fd, max, ret, ret_len);
+}
+
+int ftrace_tracefs_root_dirfd(const struct ftrace_tracefs *t)
+{
+	_cleanup_free_ char *root = strdup(t->path);
+	char *inst;
+	int fd;
+
+	if (!root)
+		return -ENOMEM;
+	inst = strstr(root, "/instances/");
+	if (inst && !strchr(inst + strlen("/instances/"), '/'))
+		*inst = 0;
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? negative_errno() : fd;
+}
+
+int ftrace_tracefs_read_root(struct ftrace_tracefs *t, const char *file, size_t max, char **ret)
+{
+	_cleanup_close_ int dfd = ftrace_tracefs_root_dirfd(t), fd = -EBADF;
+
+	if (dfd < 0)
+		return dfd;
+	fd = openat(dfd, file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return negative_errno();
+	return read_full_fd(fd, max, ret, NULL);
 }
 
 /*

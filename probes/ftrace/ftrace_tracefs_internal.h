@@ -50,7 +50,23 @@ struct ftrace_tracefs {
 	int clock;                      /* FtraceClock of trace_clock, -1 unknown */
 	uint32_t cached_buffer_kb;
 	uint32_t buffer_percent;        /* what we wrote, 0 if untouched */
+
+	/* directory-wide features (ftrace_tracefs_features.c) */
+	char *syscall_filter;           /* raw_syscalls filter we wrote, NULL: none */
+	bool syscalls_all;              /* we cleared it: every syscall */
+	bool funcgraph_on;              /* we set current_tracer=function_graph */
+	bool exclusive;                 /* a data source with tids/options/cpumask */
 };
+
+/* Back to "no feature applied" (the undo list has put the files back). */
+void ftrace_tracefs_features_reset(struct ftrace_tracefs *t);
+
+/*
+ * The top-level directory of the tracefs @t lives in (kprobe_events and
+ * kprobe_profile exist only there; the probes show up in every instance).
+ * Returns: an O_PATH fd, or -errno.
+ */
+int ftrace_tracefs_root_dirfd(const struct ftrace_tracefs *t);
 
 /* Snapshot error_log so that older entries are not blamed on our writes. */
 void ftrace_tracefs_note_kernel_error(struct ftrace_tracefs *t);

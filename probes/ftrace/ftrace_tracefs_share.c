@@ -226,6 +226,7 @@ int ftrace_tracefs_detach(struct ftrace_tracefs *t)
 	t->cached_buffer_kb = 0;
 	t->buffer_percent = 0;
 	t->clock = -1;
+	ftrace_tracefs_features_reset(t);
 	return ftrace_tracefs_restore(t);
 }
 

@@ -582,6 +582,34 @@ static int build_generic(struct tr_cache *c, const struct tep_event *ev,
 	return 0;
 }
 
+/*
+ * The groups traced_probes reserves for the kprobes it creates: their
+ * events carry no fields, only the probe's name (and, per session, the
+ * KprobeEvent type), whatever the kernel puts in the record.
+ */
+static bool is_kprobe_group(const char *group)
+{
+	return group && (strcmp(group, "perfetto_kprobes") == 0 || strcmp(group, "perfetto_kretprobes") == 0);
+}
+
+static int build_kprobe(const struct tep_event *ev, struct ftrace_event_tr **ret)
+{
+	struct ftrace_event_tr *tr = calloc(1, sizeof(*tr));
+
+	if (!tr)
+		return -ENOMEM;
+	*tr = (struct ftrace_event_tr){
+		.proto_field = FTRACE_FIELD_KPROBE,
+		.event_id = (uint16_t)ev->id,
+		.min_size = MAX(common_end(ev), (uint16_t)8),
+		.type = FTRACE_TR_KPROBE,
+		.name_len = (uint16_t)strnlen(ev->name, 0xffff),
+		.name = ev->name,
+	};
+	*ret = tr;
+	return 0;
+}
+
 int ftrace_translate_get(struct ftrace_format_table *t, int id, const struct ftrace_event_tr **ret)
 {
 	struct tr_cache *c = tr_cache_get(t);
@@ -605,7 +633,10 @@ int ftrace_translate_get(struct ftrace_format_table *t, int id, const struct ftr
 	if (!ev)
 		return -ENOENT;
 	k = known_find(ev->system, ev->name);
-	r = k ? build_typed(k, ev, slot) : build_generic(c, ev, slot);
+	if (is_kprobe_group(ev->system))
+		r = build_kprobe(ev, slot);
+	else
+		r = k ? build_typed(k, ev, slot) : build_generic(c, ev, slot);
 	if (r < 0)
 		return r;
 	for (uint16_t i = 0; i < (*slot)->n_fields; i++)
