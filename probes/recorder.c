@@ -493,10 +493,17 @@ int recorder_run(const struct recorder_options *o)
 		r = event_add_signal(rec.event, &sig_term, SIGTERM, on_signal, &rec);
 	if (r >= 0)
 		r = event_add_io(rec.event, &done_src, rec.done_efd, EPOLLIN, on_done, &rec);
-	/* until a data source starts, -t counts from now */
+	/*
+	 * -t counts from the moment a data source starts (the timer is re-armed
+	 * then).  Until then it is a bound on the whole wait: the session only
+	 * starts once every data source of the config registered, or after
+	 * REGISTER_TIMEOUT_US if one never does, and that wait must not eat the
+	 * recording.
+	 */
 	if (r >= 0 && rec.duration_ms)
 		r = event_add_time_relative(rec.event, &rec.duration_timer, CLOCK_MONOTONIC,
-					    rec.duration_ms * 1000, 0, on_duration, &rec);
+					    rec.duration_ms * 1000 + REGISTER_TIMEOUT_US, 0,
+					    on_duration, &rec);
 	if (r >= 0 && status)
 		r = event_add_time_relative(rec.event, &rec.status_timer, CLOCK_MONOTONIC,
 					    STATUS_PERIOD_US, 0, on_status, &rec);
