@@ -28,8 +28,9 @@ for k in "${kernels[@]}"; do
 	start=$SECONDS
 	# The guest writes its meson log to the results share, whatever the outcome.
 	"$here/run.sh" --kernel "$k" --timeout "${TP_VM_TIMEOUT:-1800}" --results "$res" -- \
-		sh -c 'uname -r; meson test -C "$1" --no-rebuild --suite kernel --print-errorlogs \
-			--timeout-multiplier 3; rc=$?; cp "$1"/meson-logs/testlog.txt "$TP_VM_RESULTS"/; exit $rc' \
+		sh -c 'uname -r; rm -f "$1"/meson-logs/testlog.txt
+			meson test -C "$1" --no-rebuild --suite kernel --print-errorlogs --timeout-multiplier 3
+			rc=$?; cp "$1"/meson-logs/testlog.txt "$TP_VM_RESULTS"/ || rc=1; exit $rc' \
 		sh "$build" 2>&1 | tee "$res/console.txt" |
 		grep -E '^[0-9]+\.[0-9]+\.[0-9]+-|^ *[0-9]+/[0-9]+ |^vm: '
 	rc=${PIPESTATUS[0]}
