@@ -254,7 +254,7 @@ else
 		tag=${share%%:*}
 		setsid "$virtiofsd" --socket-path="$work/$tag.sock" -o source="${share#*:}" \
 			-o cache=auto -o log_level=err </dev/null >"$work/virtiofsd-$tag.log" 2>&1 &
-		pgroups+=($!)
+		pgroups+=("$!")
 	done
 	for tag in root results; do
 		for _ in $(seq 100); do [ -S "$work/$tag.sock" ] && break; sleep 0.05; done
@@ -268,7 +268,7 @@ qemu+=(-append "$append")
 
 setsid "${qemu[@]}" </dev/null &
 qpid=$!
-pgroups+=($qpid)
+pgroups+=("$qpid")
 
 # The deadline: SIGTERM, then SIGKILL; the guest's status is then missing.
 deadline=$((SECONDS + timeout_s))
