@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: a normal build and an ASan/UBSan build, each running
 # every Check suite (unit + end-to-end on the real kernel), then every
-# libFuzzer target for a bounded time.  Needs root for the kernel tests
-# (they are reported as SKIP otherwise).
+# libFuzzer target for a bounded time, then the kernel suites again in
+# Debian 12's 6.1 kernels under QEMU (tests/vm/; SKIP without QEMU; the
+# kernels are downloaded once, into a cache).  Needs root for the kernel
+# tests (they are reported as SKIP otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
@@ -56,5 +58,19 @@ if command -v clang >/dev/null && [ "$FUZZ_SECONDS" -gt 0 ]; then
 		"$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 "$work" 2>&1 | tail -n 3
 		rm -rf "$work"
 	done
+fi
+# Debian 12's own kernels (6.1 generic, cloud, PREEMPT_RT) under QEMU: the
+# kernel suites of the normal build again, in each (tests/vm/).
+echo "== kernel suites in Debian 12's 6.1 kernels under QEMU"
+if [ "${TP_VM:-1}" = 0 ]; then
+	echo "SKIP: VM matrix: TP_VM=0"
+elif ! command -v qemu-system-x86_64 >/dev/null; then
+	echo "SKIP: VM matrix: no qemu-system-x86_64 (apt-get install qemu-system-x86 busybox-static)"
+elif [ "$(id -u)" != 0 ]; then
+	echo "SKIP: VM matrix: needs root (a mount namespace for the read-only share, virtiofsd)"
+elif ! command -v busybox >/dev/null || ldd "$(command -v busybox)" >/dev/null 2>&1; then
+	echo "SKIP: VM matrix: no static busybox for the guest's initramfs (apt-get install busybox-static)"
+else
+	tests/vm/matrix.sh build-test
 fi
 echo "== all suites passed"

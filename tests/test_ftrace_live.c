@@ -175,12 +175,25 @@ static void teardown(void)
 	free(g_snap_top);
 }
 
+/*
+ * The top level is not ours: anyone may use it between two tests (under
+ * the machine's tracefs lock, or not), so each test compares it with how
+ * it was when that test started (in the test's own process).
+ */
+static void snap_top(void)
+{
+	free(g_snap_top);
+	g_snap_top = tp_tracefs_snapshot(TP_TRACEFS);
+}
+
 static void assert_untouched(void)
 {
 	char *a = tp_tracefs_snapshot(g_inst_dir), *b = tp_tracefs_snapshot(TP_TRACEFS);
 
 	ck_assert_str_eq(a, g_snap_inst);
-	ck_assert_str_eq(b, g_snap_top);
+	ck_assert_msg(strcmp(b, g_snap_top) == 0,
+		      "the top level changed during the test (ours, or another tracer's?):\n"
+		      "before:\n%s\nafter:\n%s", g_snap_top, b);
 	free(a);
 	free(b);
 }
@@ -687,6 +700,7 @@ static Suite *suite(void)
 	TCase *k = tcase_create("kernel");
 
 	tcase_add_unchecked_fixture(k, setup, teardown);
+	tcase_add_checked_fixture(k, snap_top, NULL);
 	tcase_set_timeout(k, 240);
 	tcase_add_test(k, test_unknown_events_in_stats);
 	tcase_add_test(k, test_record_sched);

@@ -44,6 +44,14 @@ bool tp_kernel_available(void)
 	return access(TP_TRACEFS "/trace", F_OK) == 0;
 }
 
+void tp_tracefs_text_normalize(const char *file, char *text)
+{
+	char *p;
+
+	if (strcmp(file, "buffer_size_kb") == 0 && (p = strstr(text, " (expanded:")))
+		strcpy(p, "\n");
+}
+
 char *tp_tracefs_snapshot(const char *dir)
 {
 	static const char *const files[] = {
@@ -61,10 +69,12 @@ char *tp_tracefs_snapshot(const char *dir)
 		_cleanup_free_ char *data = NULL;
 
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-		if (read_full_file_at(AT_FDCWD, path, 1 << 20, &data, NULL) < 0)
+		if (read_full_file_at(AT_FDCWD, path, 1 << 20, &data, NULL) < 0) {
 			fprintf(f, "%s: <absent>\n", files[i]);
-		else
-			fprintf(f, "%s: %s\n", files[i], data);
+			continue;
+		}
+		tp_tracefs_text_normalize(files[i], data);
+		fprintf(f, "%s: %s\n", files[i], data);
 	}
 	fclose(f);
 	return out;

@@ -21,6 +21,14 @@ bool tp_kernel_available(void);
 
 /* tracing_on, set_event, buffer_size_kb, trace_clock, buffer_percent, current_tracer of @dir */
 char *tp_tracefs_snapshot(const char *dir);
+/*
+ * Drops what no one can put back from the text of tracefs @file, in place:
+ * until the first user of tracing since boot, buffer_size_kb reads
+ * "N (expanded: M)", and the first event enabled anywhere (any instance,
+ * any tracer) expands every buffer for good, after which it reads "N".
+ * N is the size in both, so only the suffix goes.
+ */
+void tp_tracefs_text_normalize(const char *file, char *text);
 
 /* create /sys/kernel/tracing/instances/<name>; removed by tp_instance_remove or at exit */
 int tp_instance_create(const char *name, char *ret_path, size_t len);

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The kernel end-to-end suites (meson's "kernel" suite: tracefs, live
+# drains, record, daemon, faults) of BUILD_DIR in each of Debian 12's 6.1
+# kernels under QEMU, one guest after another:
+#
+#   tests/vm/matrix.sh BUILD_DIR [generic] [cloud] [rt]
+#
+# BUILD_DIR must be built already and lie on the root filesystem (the guest
+# sees it through the read-only root share).  Each kernel's meson log goes
+# to BUILD_DIR/vm-results/KERNEL/.  Prints the time and the result of every
+# suite per kernel; fails if any suite failed in any kernel.
+# TP_VM_TIMEOUT: deadline per guest in seconds (default 1800).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [generic] [cloud] [rt]" >&2; exit 2; }
+build=$(cd "$1" && pwd) || exit 2
+shift
+kernels=("$@")
+[ ${#kernels[@]} -gt 0 ] || kernels=(generic cloud rt)
+
+failed=0
+summary=()
+for k in "${kernels[@]}"; do
+	res=$build/vm-results/$k
+	rm -rf "$res"
+	mkdir -p "$res"
+	echo "-- $k: the kernel suites under QEMU"
+	start=$SECONDS
+	# The guest writes its meson log to the results share, whatever the outcome.
+	"$here/run.sh" --kernel "$k" --timeout "${TP_VM_TIMEOUT:-1800}" --results "$res" -- \
+		sh -c 'uname -r; rm -f "$1"/meson-logs/testlog.txt
+			meson test -C "$1" --no-rebuild --suite kernel --print-errorlogs --timeout-multiplier 3
+			rc=$?; cp "$1"/meson-logs/testlog.txt "$TP_VM_RESULTS"/ || rc=1; exit $rc' \
+		sh "$build" 2>&1 | tee "$res/console.txt" |
+		grep -E '^[0-9]+\.[0-9]+\.[0-9]+-|^ *[0-9]+/[0-9]+ |^vm: '
+	rc=${PIPESTATUS[0]}
+	secs=$((SECONDS - start))
+	line="$k ($(head -n 1 "$res/console.txt")): ${secs}s"
+	if [ "$rc" = 0 ]; then
+		line+=", all passed"
+	else
+		failed=1
+		line+=", FAILED (status $rc; see $res/)"
+	fi
+	summary+=("$line")
+	# One line per suite, e.g. "test_record: exit status 0, 44.78s".
+	if [ -f "$res/testlog.txt" ]; then
+		while IFS= read -r l; do
+			summary+=("    $l")
+		done < <(awk '/^test:/ { sub(/.* \/ /, ""); name = $0 }
+			      /^duration:/ { d = $2 }
+			      /^result:/ { sub(/^result: */, ""); print name ": " $0 ", " d }' \
+				"$res/testlog.txt")
+	fi
+done
+echo "== kernel suites under QEMU"
+printf '%s\n' "${summary[@]}"
+exit $failed
