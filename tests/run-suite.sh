@@ -38,6 +38,12 @@ if [ "$(id -u)" = 0 ]; then
 	systemd-analyze verify /lib/systemd/system/traced-probes.service
 	systemd-analyze security --offline=yes /lib/systemd/system/traced-probes.service | tail -n 1
 	/usr/bin/traced-probes --version
+	# convert runs a program of its own from the package's libexec dir.
+	conv=$(mktemp -d)
+	xz -dc tests/data/convert/sched-v6.dat.xz >"$conv/in.dat"
+	/usr/bin/traced-probes convert -q "$conv/in.dat" -o "$conv/out.pftrace"
+	test -s "$conv/out.pftrace"
+	rm -rf "$conv"
 	dpkg -r traced-probes
 fi
 rm -rf "$debdir"

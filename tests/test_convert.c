@@ -7,6 +7,8 @@
  * non-compact encoding, and damaged pages become FtraceErrors and a
  * failure, never a crash.
  */
+#include <sys/wait.h>
+
 #include "tests/convert_check.h"
 
 const char *__lsan_default_suppressions(void);
@@ -598,6 +600,43 @@ START_TEST(test_truncated)
 }
 END_TEST
 
+/* Exit status of `traced-probes convert ARGS` (run as its own program,
+ * traced-probes-convert, found beside traced-probes in the build tree). */
+static int cli(const char *args)
+{
+	const char *root = getenv("TP_BUILD_ROOT");
+	_cleanup_free_ char *cmd = NULL;
+	int st;
+
+	ck_assert_int_ge(asprintf(&cmd, "%s/probes/traced-probes convert %s 2>/dev/null",
+				  root ? root : ".", args), 0);
+	st = system(cmd);
+	ck_assert_msg(WIFEXITED(st), "%s: status %d", cmd, st);
+	return WEXITSTATUS(st);
+}
+
+/* The command line keeps its exit statuses: 0 done, 1 failed, 2 usage. */
+START_TEST(test_cli)
+{
+	_cleanup_free_ char *in = golden("sched-v6.dat");
+	_cleanup_free_ char *args = NULL;
+	char out[] = "/tmp/tp-convert-cli-XXXXXX";
+	int fd = mkstemp(out);
+	struct stat st;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_ge(asprintf(&args, "-q %s -o %s", in, out), 0);
+	ck_assert_int_eq(cli(args), 0);
+	ck_assert_int_eq(stat(out, &st), 0);
+	ck_assert_int_gt(st.st_size, 0);
+	ck_assert_int_eq(cli(""), 2);
+	ck_assert_int_eq(cli("--no-such-option"), 2);
+	ck_assert_int_eq(cli("/nonexistent.dat -o /dev/null"), 1);
+	unlink(out);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("convert");
@@ -616,6 +655,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_not_a_trace);
 	tcase_add_test(tc, test_bprint_printk);
 	tcase_add_test(tc, test_truncated);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("cli");
+	tcase_add_test(tc, test_cli);
 	suite_add_tcase(s, tc);
 	return s;
 }
