@@ -246,6 +246,13 @@ void ftrace_parser_set_bundle_hook(struct ftrace_parser *p, ftrace_parser_bundle
  */
 bool ftrace_parser_compact_sched_active(const struct ftrace_parser *p);
 
+/**
+ * ftrace_parser_has_kernel_addresses - whether any event enabled so far has
+ * a field that carries a kernel address (encoded as an interned index for
+ * symbolize_ksyms): workqueue functions, blocked_reason callers, funcgraph.
+ */
+bool ftrace_parser_has_kernel_addresses(const struct ftrace_parser *p);
+
 /* ---- print filter (FtraceConfig.print_filter) ------------------------- */
 
 struct ftrace_print_filter;

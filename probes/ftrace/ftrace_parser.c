@@ -184,6 +184,18 @@ bool ftrace_parser_compact_sched_active(const struct ftrace_parser *p)
 	return p->compact_switch_id >= 0;
 }
 
+bool ftrace_parser_has_kernel_addresses(const struct ftrace_parser *p)
+{
+	for (size_t id = 0; id < p->n_ids; id++) {
+		const struct ftrace_event_tr *tr = p->by_id[id];
+
+		for (uint16_t i = 0; tr && i < tr->n_fields; i++)
+			if (tr->fields[i].kind == FTRACE_FK_SYM32 || tr->fields[i].kind == FTRACE_FK_SYM64)
+				return true;
+	}
+	return false;
+}
+
 void ftrace_parser_set_print_filter(struct ftrace_parser *p, const struct ftrace_print_filter *f)
 {
 	p->print_id = -1;
