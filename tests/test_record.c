@@ -365,7 +365,7 @@ START_TEST(test_record_buffer_percent_wakeups)
 	fprintf(f, "buffers { size_kb: 65536 }\n"
 		   "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
 		   "  ftrace_events: \"sched/sched_switch\" ftrace_events: \"sched/sched_waking\"\n"
-		   "  buffer_size_kb: 1024 drain_period_ms: 30000 drain_buffer_percent: 10\n"
+		   "  buffer_size_kb: 512 drain_period_ms: 30000 drain_buffer_percent: 10\n"
 		   "  instance_name: \"%s\" } } }\n"
 		   "duration_ms: 1500\n", fx.instance);
 	fclose(f);
@@ -385,14 +385,15 @@ START_TEST(test_record_buffer_percent_wakeups)
 	 * more came through on some CPU.  A bound that holds on any machine,
 	 * fast or emulated: the records' smallest sizes (68 bytes a
 	 * sched_switch, 40 a sched_waking; PREEMPT_RT's are larger) against
-	 * the 1 MiB the buffer has for them.
+	 * the 512 KiB the buffer has for them.  Small enough that an emulated
+	 * 6.1 guest (10k-15k records per CPU in 1.5 s) fills it twice over.
 	 */
 	for (unsigned c = 0; c < s.n_cpus; c++) {
 		overrun += s.cpu[c].end_overrun - s.cpu[c].start_overrun;
 		most_bytes = MAX(most_bytes, s.cpu[c].switches * 68 + s.cpu[c].wakings * 40);
 	}
-	ck_assert_msg(most_bytes > 1024u * 1024u,
-		      "%llu events, at most %llu bytes of records on one CPU: no more than its 1 MiB buffer holds",
+	ck_assert_msg(most_bytes > 512u * 1024u,
+		      "%llu events, at most %llu bytes of records on one CPU: no more than its 512 KiB buffer holds",
 		      (unsigned long long)s.events, (unsigned long long)most_bytes);
 	ck_assert_msg(overrun < s.events / 100, "%llu overrun for %llu events",
 		      (unsigned long long)overrun, (unsigned long long)s.events);
