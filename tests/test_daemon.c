@@ -351,8 +351,12 @@ START_TEST(test_two_sessions)
 	void **shared = NULL;
 	struct producer *p = NULL;
 	struct svc_session *a = NULL, *b = NULL;
-	Perfetto__Protos__TraceConfig *cfg_a = config("sched/sched_switch", 1000);
-	Perfetto__Protos__TraceConfig *cfg_b = config("sched/sched_waking", 2500);
+	/*
+	 * A must end while B records: B's setup comes after A's and took over
+	 * a second in an emulated guest, hence 3 s for A and 5 s more for B.
+	 */
+	Perfetto__Protos__TraceConfig *cfg_a = config("sched/sched_switch", 3000);
+	Perfetto__Protos__TraceConfig *cfg_b = config("sched/sched_waking", 8000);
 	struct tp_trace_summary sa, sb;
 	struct tp_workload w;
 	char out_a[600], out_b[600];

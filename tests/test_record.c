@@ -67,6 +67,30 @@ static void check_reconciled(const struct tp_trace_summary *s, unsigned n_cpus)
 	}
 }
 
+/*
+ * The trace holds (nearly) every context switch the kernel counted while
+ * the workload ran and the recording was on: a bound relative to what the
+ * machine did, however slow it is.  The workload starts once tracing is
+ * on and the count ends a poll interval after it went off, so the trace
+ * may miss a sliver at the end, never a tenth.
+ */
+static uint64_t check_switches_counted(const struct tp_trace_summary *s,
+				       const struct tp_deferred_workload *d)
+{
+	uint64_t switches = 0, counted;
+
+	for (unsigned c = 0; c < s->n_cpus; c++)
+		switches += s->cpu[c].switches;
+	ck_assert_msg(d->ctxt_end > d->ctxt_start, "no context switches counted (/proc/stat ctxt)");
+	counted = d->ctxt_end - d->ctxt_start;
+	fprintf(stderr, "%llu switches in the trace, %llu counted by the kernel\n",
+		(unsigned long long)switches, (unsigned long long)counted);
+	ck_assert_msg(switches >= counted - counted / 10,
+		      "%llu switches in the trace, the kernel counted %llu", (unsigned long long)switches,
+		      (unsigned long long)counted);
+	return switches;
+}
+
 START_TEST(test_record_sched_busy)
 {
 	char out[512];
@@ -90,8 +114,8 @@ START_TEST(test_record_sched_busy)
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
 	ck_assert(s.has_trace_config);
 	ck_assert(s.has_clock_snapshot);
-	/* a few hundred thousand context switches */
-	ck_assert_uint_ge(s.events, 100000);
+	/* busy: the workload switched throughout, and the trace has it all */
+	ck_assert_uint_gt(check_switches_counted(&s, &d), 1000);
 	ck_assert_uint_ge(s.n_cpus, n_cpus);
 	for (unsigned c = 0; c < n_cpus; c++) {
 		ck_assert_msg(s.cpu[c].bundles > 0, "cpu %u has no bundles", c);
@@ -161,6 +185,7 @@ static double bytes_per_sched_event(const char *out, bool compact, uint64_t *ret
 	ck_assert_int_eq(recorder_run(&o), 0);
 	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	(void)check_switches_counted(&s, &d);
 	for (size_t i = 0; i < s.trace->n_packet; i++) {
 		const Perfetto__Protos__TracePacket *p = s.trace->packet[i];
 
@@ -184,8 +209,9 @@ START_TEST(test_record_compact_is_smaller)
 	plain = bytes_per_sched_event(out, false, &n_plain);
 	fprintf(stderr, "bytes per sched event: compact %.2f (%llu events), plain %.2f (%llu events)\n",
 		compact, (unsigned long long)n_compact, plain, (unsigned long long)n_plain);
-	ck_assert_uint_gt(n_compact, 10000);
-	ck_assert_uint_gt(n_plain, 10000);
+	/* each pass holds what the kernel counted (bytes_per_sched_event) */
+	ck_assert_uint_gt(n_compact, 1000);
+	ck_assert_uint_gt(n_plain, 1000);
 	ck_assert(compact > 0 && compact < plain / 2);
 	assert_tracefs_restored();
 }
@@ -339,7 +365,7 @@ START_TEST(test_record_buffer_percent_wakeups)
 	fprintf(f, "buffers { size_kb: 65536 }\n"
 		   "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
 		   "  ftrace_events: \"sched/sched_switch\" ftrace_events: \"sched/sched_waking\"\n"
-		   "  buffer_size_kb: 1024 drain_period_ms: 30000 drain_buffer_percent: 10\n"
+		   "  buffer_size_kb: 512 drain_period_ms: 30000 drain_buffer_percent: 10\n"
 		   "  instance_name: \"%s\" } } }\n"
 		   "duration_ms: 1500\n", fx.instance);
 	fclose(f);
@@ -359,14 +385,15 @@ START_TEST(test_record_buffer_percent_wakeups)
 	 * more came through on some CPU.  A bound that holds on any machine,
 	 * fast or emulated: the records' smallest sizes (68 bytes a
 	 * sched_switch, 40 a sched_waking; PREEMPT_RT's are larger) against
-	 * the 1 MiB the buffer has for them.
+	 * the 512 KiB the buffer has for them.  Small enough that an emulated
+	 * 6.1 guest (10k-15k records per CPU in 1.5 s) fills it twice over.
 	 */
 	for (unsigned c = 0; c < s.n_cpus; c++) {
 		overrun += s.cpu[c].end_overrun - s.cpu[c].start_overrun;
 		most_bytes = MAX(most_bytes, s.cpu[c].switches * 68 + s.cpu[c].wakings * 40);
 	}
-	ck_assert_msg(most_bytes > 1024u * 1024u,
-		      "%llu events, at most %llu bytes of records on one CPU: no more than its 1 MiB buffer holds",
+	ck_assert_msg(most_bytes > 512u * 1024u,
+		      "%llu events, at most %llu bytes of records on one CPU: no more than its 512 KiB buffer holds",
 		      (unsigned long long)s.events, (unsigned long long)most_bytes);
 	ck_assert_msg(overrun < s.events / 100, "%llu overrun for %llu events",
 		      (unsigned long long)overrun, (unsigned long long)s.events);

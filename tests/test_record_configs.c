@@ -268,6 +268,21 @@ static void check(const char *file, unsigned want, const struct tp_ftrace_scan *
 	}
 }
 
+/* The first line that differs between two snapshots, for the failure message. */
+static void first_difference(const char *a, const char *b, char *ret, size_t len)
+{
+	while (*a && *a == *b) {
+		const char *na = strchr(a, '\n'), *nb = strchr(b, '\n');
+
+		if (!na || !nb || na - a != nb - b || strncmp(a, b, (size_t)(na - a)) != 0)
+			break;
+		a = na + 1;
+		b = nb + 1;
+	}
+	snprintf(ret, len, "before \"%.*s\", after \"%.*s\"", (int)strcspn(a, "\n"), a,
+		 (int)strcspn(b, "\n"), b);
+}
+
 START_TEST(test_config)
 {
 	const char *file = configs[_i].file;
@@ -277,7 +292,13 @@ START_TEST(test_config)
 
 	record_config(file, out, sizeof(out));
 	top_after = tp_feature_snapshot(TP_TRACEFS);
-	ck_assert_msg(top_after && strcmp(top_after, top_before) == 0, "%s: tracefs not restored", file);
+	ck_assert_ptr_nonnull(top_after);
+	if (strcmp(top_after, top_before) != 0) {
+		char diff[600];
+
+		first_difference(top_before, top_after, diff, sizeof(diff));
+		ck_abort_msg("%s: tracefs not restored: %s", file, diff);
+	}
 	ck_assert(tp_fixture_restored(&fx));
 	ck_assert_int_eq(tp_scan_trace(out, &s), 0);
 	fprintf(stderr, "%s: %" PRIu64 " bundles (%" PRIu64 " compact), %" PRIu64 " kernel symbols, %zu failed\n",

@@ -480,13 +480,36 @@ bool tp_wait_recording(const char *instance_dir, unsigned ms)
 	return tp_wait_until(recording, (void *)instance_dir, ms);
 }
 
+uint64_t tp_context_switches(void)
+{
+	_cleanup_free_ char *stat = NULL;
+	const char *line;
+
+	if (read_full_file_at(AT_FDCWD, "/proc/stat", 1 << 20, &stat, NULL) < 0)
+		return 0;
+	line = strstr(stat, "\nctxt ");
+	return line ? strtoull(line + 6, NULL, 10) : 0;
+}
+
+static bool not_recording(void *arg)
+{
+	return !recording(arg);
+}
+
 static void *deferred_main(void *arg)
 {
 	struct tp_deferred_workload *d = arg;
 
 	d->r = -ETIMEDOUT;
-	if (tp_wait_recording(d->instance_dir, 60000))
-		d->r = tp_workload_start(d->comm, d->pairs, TP_WORKLOAD_UNTIL_STOPPED, &d->w);
+	if (!tp_wait_recording(d->instance_dir, 60000))
+		return NULL;
+	d->ctxt_start = tp_context_switches();
+	d->r = tp_workload_start(d->comm, d->pairs, TP_WORKLOAD_UNTIL_STOPPED, &d->w);
+	if (d->r < 0)
+		return NULL;
+	/* the window the kernel's counter covers ends with the recording */
+	if (tp_wait_until(not_recording, d->instance_dir, 120000))
+		d->ctxt_end = tp_context_switches();
 	return NULL;
 }
 

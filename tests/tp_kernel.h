@@ -78,6 +78,12 @@ bool tp_wait_for(bool (*cond)(void), unsigned ms);
  */
 uint64_t tp_read_events(const char *instance_dir);
 
+/*
+ * The "ctxt" line of /proc/stat: context switches on all CPUs since boot,
+ * counted where the kernel emits sched_switch (0 if unreadable).
+ */
+uint64_t tp_context_switches(void);
+
 /* waits until tp_read_events(@instance_dir) >= @n; true if within @ms */
 bool tp_wait_read_events(const char *instance_dir, uint64_t n, unsigned ms);
 
@@ -140,6 +146,13 @@ struct tp_deferred_workload {
 	unsigned pairs;
 	struct tp_workload w;
 	int r;
+	/*
+	 * tp_context_switches() when the workload started (tracing was on)
+	 * and once the recording stopped (0 if it never did): the kernel's
+	 * own count of what a complete trace of the window holds, give or
+	 * take a poll interval at the end.
+	 */
+	uint64_t ctxt_start, ctxt_end;
 };
 
 int tp_workload_start_deferred(struct tp_deferred_workload *d, const char *instance_dir,
