@@ -76,6 +76,8 @@ elif [ "$(id -u)" != 0 ]; then
 	echo "SKIP: VM matrix: needs root (a mount namespace for the read-only share, virtiofsd)"
 elif ! command -v busybox >/dev/null || ldd "$(command -v busybox)" >/dev/null 2>&1; then
 	echo "SKIP: VM matrix: no static busybox for the guest's initramfs (apt-get install busybox-static)"
+elif [ "$(stat -c %d build-test)" != "$(stat -c %d /)" ]; then
+	echo "SKIP: VM matrix: $PWD is not on the root filesystem, the only one shared with the guests"
 else
 	tests/vm/matrix.sh build-test
 fi
