@@ -128,17 +128,6 @@ static int read_token(struct parser *p, char *out, size_t max)
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One or more adjacent quoted strings, C escapes decoded, appended to @b. */
 static int read_string(struct parser *p, struct buf *b)
 {
@@ -172,8 +161,8 @@ static int read_string(struct parser *p, struct buf *b)
 				}
 				case 'x': {
 					int v = 0, i;
-					for (i = 0; i < 2 && p->s < p->end && hexval(*p->s) >= 0; i++)
-						v = v * 16 + hexval(*p->s++);
+					for (i = 0; i < 2 && p->s < p->end && hex_digit_value(*p->s) >= 0; i++)
+						v = v * 16 + hex_digit_value(*p->s++);
 					if (i == 0)
 						return fail(p, "bad \\x escape");
 					c = (char)v;

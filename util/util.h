@@ -186,6 +186,25 @@ void set_error_text(char **ret_error, char *msg);
 int str_append_line(char **buf, const char *line);
 
 /**
+ * str_printable_dup - a copy of at most @max bytes of @s with every byte
+ * outside printable ASCII replaced by '?', for echoing untrusted names in
+ * logs and stats.  Returns: the copy, or NULL when out of memory.
+ */
+char *str_printable_dup(const char *s, size_t max);
+
+/* The value of hex digit @c, or -1. */
+static inline int hex_digit_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/**
  * now_ns - clock_gettime(@clock) in nanoseconds.
  */
 uint64_t now_ns(int clock);

@@ -47,3 +47,19 @@ int str_append_line(char **buf, const char *line)
 	*buf = n;
 	return 0;
 }
+
+char *str_printable_dup(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max);
+	char *d = malloc(n + 1);
+
+	if (!d)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		d[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+	}
+	d[n] = 0;
+	return d;
+}

@@ -245,23 +245,6 @@ static int add_event(struct resolver *rs, size_t idx)
 	return 0;
 }
 
-/* A printable, bounded copy of a name for stats and warnings. */
-static char *printable_copy(const char *s)
-{
-	size_t n = strnlen(s, FTRACE_MAX_REPORTED_NAME);
-	char *d = malloc(n + 1);
-
-	if (!d)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		d[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
-	}
-	d[n] = 0;
-	return d;
-}
-
 static int add_unknown(struct resolver *rs, const char *name)
 {
 	struct ftrace_config *c = rs->c;
@@ -279,7 +262,7 @@ static int add_unknown(struct resolver *rs, const char *name)
 		c->unknown = u;
 		rs->cap_unknown = cap;
 	}
-	d = printable_copy(name);
+	d = str_printable_dup(name, FTRACE_MAX_REPORTED_NAME);
 	if (!d)
 		return -ENOMEM;
 	c->unknown[c->n_unknown++] = d;
@@ -379,7 +362,7 @@ int ftrace_config_instance_name(const Perfetto__Protos__FtraceConfig *cfg, const
 	}
 	if (!ftrace_instance_name_valid(n)) {
 		if (ret_error) {
-			_cleanup_free_ char *p = printable_copy(n);
+			_cleanup_free_ char *p = str_printable_dup(n, FTRACE_MAX_REPORTED_NAME);
 
 			free(*ret_error);
 			if (asprintf(ret_error, "invalid FtraceConfig.instance_name '%s': use 1..%u of [A-Za-z0-9_.-], "
@@ -535,7 +518,7 @@ static int resolve_exclusive(const Perfetto__Protos__FtraceConfig *cfg, struct f
 	}
 	if (cfg->tracing_cpumask && cfg->tracing_cpumask[0]) {
 		if (!ftrace_opts_cpumask_valid(cfg->tracing_cpumask)) {
-			_cleanup_free_ char *p = printable_copy(cfg->tracing_cpumask);
+			_cleanup_free_ char *p = str_printable_dup(cfg->tracing_cpumask, FTRACE_MAX_REPORTED_NAME);
 
 			return set_reason(ret_error, "FtraceConfig.tracing_cpumask '%s' is not a hex CPU mask "
 					  "(such as \"3\" or \"ff,ffffffff\")", p ? p : "");
@@ -555,7 +538,7 @@ static int resolve_exclusive(const Perfetto__Protos__FtraceConfig *cfg, struct f
 		if (!o || !o->has_state || o->state == PERFETTO__PROTOS__FTRACE_CONFIG__TRACEFS_OPTION__STATE__STATE_UNKNOWN)
 			continue;
 		if (!ftrace_opts_option_name_valid(o->name)) {
-			_cleanup_free_ char *p = printable_copy(o->name ? o->name : "");
+			_cleanup_free_ char *p = str_printable_dup(o->name ? o->name : "", FTRACE_MAX_REPORTED_NAME);
 
 			return set_reason(ret_error, "FtraceConfig.tracefs_options: invalid option name '%s' "
 					  "(use [A-Za-z0-9_-])", p ? p : "");

@@ -15,18 +15,7 @@
 
 char *ftrace_opts_printable(const char *s)
 {
-	size_t n = strnlen(s, FTRACE_FEATURE_NAME_MAX);
-	char *d = malloc(n + 1);
-
-	if (!d)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		d[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
-	}
-	d[n] = 0;
-	return d;
+	return str_printable_dup(s, FTRACE_FEATURE_NAME_MAX);
 }
 
 int ftrace_opts_report(char ***v, size_t *n, const char *name)

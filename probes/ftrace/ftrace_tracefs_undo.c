@@ -457,11 +457,6 @@ static void put_escaped(FILE *f, const char *v)
 	}
 }
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 /* Decodes put_escaped()'s form in place.  Returns: 0, -EBADMSG. */
 static int unescape(char *v)
 {
@@ -478,8 +473,8 @@ static int unescape(char *v)
 			*w++ = *c;
 			continue;
 		}
-		hi = hexval(c[1]);
-		lo = hi >= 0 ? hexval(c[2]) : -1;
+		hi = hex_digit_value(c[1]);
+		lo = hi >= 0 ? hex_digit_value(c[2]) : -1;
 		if (lo < 0 || (hi == 0 && lo == 0))
 			return -EBADMSG;
 		*w++ = (char)(hi * 16 + lo);

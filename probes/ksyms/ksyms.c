@@ -173,17 +173,6 @@ static int add_symbol(struct builder *b, uint64_t addr, const char *name, size_t
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static bool ends_with(const char *s, size_t len, const char *suffix, size_t *ret_len)
 {
 	size_t n = strlen(suffix);
@@ -206,7 +195,7 @@ static int parse_line(struct builder *b, const char *p, const char *le, size_t *
 	char type;
 	int v;
 
-	for (; p < le && (v = hexval(*p)) >= 0; p++, digits++)
+	for (; p < le && (v = hex_digit_value(*p)) >= 0; p++, digits++)
 		addr = addr << 4 | (uint64_t)v;
 	if (digits == 0 || digits > 16 || le - p < 4 || p[0] != ' ' || p[2] != ' ')
 		return 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "probes/system_info/system_info_internal.h"
+#include "util/util.h"
 
 const char *const si_cpu_features[2] = { "mte", "mte3" };
 
@@ -47,17 +48,6 @@ static bool next_token(const char **pos, const char *end, const char **ret_t, si
 	return true;
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* The whole of [s, s+len) as a number in @base (16 takes a "0x" prefix). */
 static bool parse_u32(const char *s, size_t len, unsigned base, uint32_t *ret)
 {
@@ -69,7 +59,7 @@ static bool parse_u32(const char *s, size_t len, unsigned base, uint32_t *ret)
 	if (i == len)
 		return false;
 	for (; i < len; i++) {
-		int d = hex_digit(s[i]);
+		int d = hex_digit_value(s[i]);
 
 		if (d < 0 || (unsigned)d >= base)
 			return false;
