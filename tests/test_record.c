@@ -33,17 +33,6 @@ static void teardown(void)
 	tp_fixture_teardown(&fx);
 }
 
-/* tracefs, at the top level and in our instance, exactly as before */
-static void assert_tracefs_restored(void)
-{
-	_cleanup_free_ char *top = tp_tracefs_snapshot(TP_TRACEFS);
-	_cleanup_free_ char *inst = tp_tracefs_snapshot(fx.path);
-
-	/* compared as strings, so a failure shows what changed */
-	ck_assert_str_eq(top, fx.top_before);
-	ck_assert_str_eq(inst, fx.inst_before);
-}
-
 static void base_options(struct recorder_options *o, const char *out)
 {
 	recorder_options_init(o);
@@ -109,7 +98,7 @@ START_TEST(test_record_sched_busy)
 	ck_assert_int_eq(recorder_run(&o), 0);
 	workload_pid = d.w.pid;
 	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
 	ck_assert(s.has_trace_config);
@@ -155,7 +144,7 @@ START_TEST(test_record_starved)
 	o.process_names = false;
 	ck_assert_int_eq(recorder_run(&o), 0);
 	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
 	for (unsigned c = 0; c < n_cpus; c++) {
@@ -213,7 +202,7 @@ START_TEST(test_record_compact_is_smaller)
 	ck_assert_uint_gt(n_compact, 1000);
 	ck_assert_uint_gt(n_plain, 1000);
 	ck_assert(compact > 0 && compact < plain / 2);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 }
 END_TEST
 
@@ -249,7 +238,7 @@ START_TEST(test_record_config_file)
 	o.config_path = cfg_path;
 	o.quiet = true;
 	ck_assert_int_eq(recorder_run(&o), 0);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
 	ck_assert_uint_gt(s.events, 0);
 	ck_assert_uint_ge(s.process_tree_packets, 1);
@@ -286,7 +275,7 @@ START_TEST(test_record_sigterm)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status));
 	ck_assert_int_eq(WEXITSTATUS(status), 0);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 	/* stopped early, yet a complete trace with its final stats */
 	ck_assert_int_eq(stat(out, &st), 0);
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
@@ -309,7 +298,7 @@ START_TEST(test_record_setup_error)
 	o.duration_ms = 500;
 	ck_assert_int_ne(recorder_run(&o), 0);
 	ck_assert_int_ne(stat(out, &st), 0);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 }
 END_TEST
 
@@ -328,7 +317,7 @@ START_TEST(test_record_unknown_event)
 	o.duration_ms = 500;
 	o.process_names = false;
 	ck_assert_int_eq(recorder_run(&o), 0);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
 	ck_assert_uint_gt(s.events, 0);
 	for (size_t i = 0; i < s.trace->n_packet; i++) {
@@ -377,7 +366,7 @@ START_TEST(test_record_buffer_percent_wakeups)
 	ck_assert_int_eq(tp_workload_start_deferred(&d, fx.path, "tp-percent", 2), 0);
 	ck_assert_int_eq(recorder_run(&o), 0);
 	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
 	/*
@@ -454,7 +443,7 @@ START_TEST(test_record_print_filter)
 	ck_assert_int_eq(pthread_create(&th, NULL, marker_writer, NULL), 0);
 	ck_assert_int_eq(recorder_run(&o), 0);
 	pthread_join(th, NULL);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
 	for (size_t i = 0; i < s.trace->n_packet; i++) {

@@ -33,15 +33,6 @@ static void teardown(void)
 	tp_fixture_teardown(&fx);
 }
 
-static void assert_tracefs_restored(void)
-{
-	_cleanup_free_ char *top = tp_tracefs_snapshot(TP_TRACEFS);
-	_cleanup_free_ char *inst = tp_tracefs_snapshot(fx.path);
-
-	ck_assert_str_eq(top, fx.top_before);
-	ck_assert_str_eq(inst, fx.inst_before);
-}
-
 static void base_options(struct recorder_options *o, const char *out)
 {
 	recorder_options_init(o);
@@ -117,7 +108,7 @@ START_TEST(test_record_exact_and_span)
 	o.duration_ms = 3000;
 	ck_assert_int_eq(recorder_run(&o), 0);
 	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
 	ck_assert_uint_ge(s.stats_pairs, 1);
@@ -164,7 +155,7 @@ START_TEST(test_record_sys_stats_preset)
 	o.duration_ms = 1500;
 	o.sys_stats = RECORDER_SYS_DEFAULT;
 	ck_assert_int_eq(recorder_run(&o), 0);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
 	for (size_t i = 0; i < s.trace->n_packet; i++) {
 		const Perfetto__Protos__TracePacket *p = s.trace->packet[i];
@@ -201,7 +192,7 @@ static void record_config_file(const char *name, size_t *ret_sys_stats, size_t *
 	o.config_path = path;
 	o.quiet = true;
 	ck_assert_msg(recorder_run(&o) == 0, "%s", name);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
 	*ret_sys_stats = count_packets(&s, PERFETTO__PROTOS__TRACE_PACKET__DATA_SYS_STATS);
 	*ret_cpu_info = count_packets(&s, PERFETTO__PROTOS__TRACE_PACKET__DATA_CPU_INFO);
@@ -254,7 +245,7 @@ START_TEST(test_record_nothing_exists)
 	ck_assert_int_eq(read_full_file_at(AT_FDCWD, err_path, 1 << 16, &msg, NULL), 0);
 	ck_assert_msg(strstr(msg, "sched/nope") != NULL, "%s", msg);
 	ck_assert_msg(strstr(msg, "0 events") == NULL, "%s", msg);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 }
 END_TEST
 
@@ -333,7 +324,7 @@ START_TEST(test_record_status_line_on_terminal_only)
 	close(fd);
 	ck_assert_msg(strchr(file, '\033') == NULL && strchr(file, '\r') == NULL, "%s", file);
 	ck_assert_msg(strstr(file, "Recorded ") != NULL, "%s", file);
-	assert_tracefs_restored();
+	tp_fixture_assert_restored(&fx);
 }
 END_TEST
 

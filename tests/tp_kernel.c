@@ -459,6 +459,17 @@ bool tp_fixture_restored(const struct tp_fixture *f)
 	return top && inst && strcmp(top, f->top_before) == 0 && strcmp(inst, f->inst_before) == 0;
 }
 
+void tp_fixture_assert_restored(const struct tp_fixture *f)
+{
+	_cleanup_free_ char *top = tp_tracefs_snapshot(TP_TRACEFS);
+	_cleanup_free_ char *inst = tp_tracefs_snapshot(f->path);
+
+	ck_assert_ptr_nonnull(top);
+	ck_assert_ptr_nonnull(inst);
+	ck_assert_str_eq(top, f->top_before);
+	ck_assert_str_eq(inst, f->inst_before);
+}
+
 static bool tracing_on_in(const char *dir)
 {
 	_cleanup_free_ char *on = NULL;

@@ -133,6 +133,8 @@ int tp_fixture_setup(struct tp_fixture *f, const char *prefix);
 void tp_fixture_teardown(struct tp_fixture *f);
 /* tracefs byte-for-byte as at setup, top level and instance */
 bool tp_fixture_restored(const struct tp_fixture *f);
+/* The same, as a Check assertion comparing the texts, so a failure shows what changed. */
+void tp_fixture_assert_restored(const struct tp_fixture *f);
 
 /*
  * A workload started from a thread once @instance_dir traces sched_switch,
