@@ -192,6 +192,9 @@ int ftrace_tracefs_set(struct ftrace_tracefs *t, const char *file, const char *v
  */
 int ftrace_tracefs_restore(struct ftrace_tracefs *t);
 
+/* The last restore's first failure ("DIR/FILE: reason"), or NULL if it had none. */
+const char *ftrace_tracefs_restore_error(const struct ftrace_tracefs *t);
+
 size_t ftrace_tracefs_undo_count(const struct ftrace_tracefs *t);
 
 /**

@@ -635,7 +635,13 @@ struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds)
 			/* The last one restores current_tracer, which open readers would block. */
 			if (ftrace_tracefs_n_attached(ds->tfs) == 1)
 				ftrace_drain_close_cpus(ds->drain);
-			(void)ftrace_tracefs_detach(ds->tfs);
+			/* What failed stays in the state file; the daemon's next start puts it back. */
+			if (ftrace_tracefs_detach(ds->tfs) < 0) {
+				const char *why = ftrace_tracefs_restore_error(ds->tfs);
+
+				log_warning_errno(-EIO, "linux.ftrace: tracefs not fully put back (%s); the rest is "
+						  "kept in the state file for the next start", why ? why : "?");
+			}
 		}
 		ftrace_drain_arm_wake(ds->drain);
 		ftrace_host_put_drain(ds->host, ds->drain);

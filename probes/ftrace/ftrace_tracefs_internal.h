@@ -38,6 +38,7 @@ struct ftrace_tracefs {
 	size_t n_undo, cap_undo;
 	bool undo_dirty;
 	bool truncated;                 /* we cleared the buffer */
+	char *restore_error;            /* the last restore's first failure, or NULL */
 	char *state_dir;
 	char *state_path;
 

@@ -604,10 +604,20 @@ static int undo_apply(struct ftrace_tracefs *t, const struct ftrace_undo_entry *
 	}
 }
 
+/* What the caller's log says when a restore falls short. */
+static void note_restore_error(struct ftrace_tracefs *t, const char *what, int error)
+{
+	free(t->restore_error);
+	t->restore_error = strdup_printf("%s/%s: %s", t->path ? t->path : "?", what, strerror(-error));
+}
+
 int ftrace_tracefs_restore(struct ftrace_tracefs *t)
 {
 	int tracing_on = undo_find(t, "tracing_on");
 	int r = 0, k;
+
+	free(t->restore_error);
+	t->restore_error = NULL;
 
 	/* Quiet the buffer first so nothing is recorded half-way through. */
 	if (tracing_on >= 0)
@@ -619,8 +629,10 @@ int ftrace_tracefs_restore(struct ftrace_tracefs *t)
 		if ((int)(i - 1) == tracing_on)
 			continue;
 		k = undo_apply(t, e);
-		if (k < 0 && r == 0)
+		if (k < 0 && r == 0) {
 			r = k;
+			note_restore_error(t, e->file, k);
+		}
 		if (k >= 0) {
 			ftrace_tracefs_forget(t, e->file);
 			if (tracing_on > (int)(i - 1))
@@ -629,24 +641,35 @@ int ftrace_tracefs_restore(struct ftrace_tracefs *t)
 	}
 	if (t->truncated) {
 		k = ftrace_tracefs_truncate(t);
-		if (k < 0 && r == 0)
+		if (k < 0 && r == 0) {
 			r = k;
+			note_restore_error(t, "trace", k);
+		}
 		if (k >= 0)
 			t->truncated = false;
 	}
 	if (tracing_on >= 0) {
 		k = ftrace_tracefs_write(t, "tracing_on", t->undo[tracing_on].value, NULL);
-		if (k < 0 && r == 0)
+		if (k < 0 && r == 0) {
 			r = k;
+			note_restore_error(t, "tracing_on", k);
+		}
 		if (k >= 0)
 			ftrace_tracefs_forget(t, "tracing_on");
 	}
 
 	t->undo_dirty = true;
 	k = ftrace_tracefs_persist(t);
-	if (k < 0 && r == 0)
+	if (k < 0 && r == 0) {
 		r = k;
+		note_restore_error(t, "the state file", k);
+	}
 	return r;
+}
+
+const char *ftrace_tracefs_restore_error(const struct ftrace_tracefs *t)
+{
+	return t ? t->restore_error : NULL;
 }
 
 /* ---- recovery ------------------------------------------------------------ */
