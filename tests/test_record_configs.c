@@ -109,6 +109,13 @@ static void child_body(unsigned i)
 	char *m;
 	int fd;
 
+	/*
+	 * A fork copies the recorder's trace_pipe_raw descriptors, and while
+	 * any is open the kernel refuses to change current_tracer (EBUSY): a
+	 * child still faulting in its pages under function_graph would keep
+	 * the recorder from putting nop back.  The child needs none of them.
+	 */
+	(void)close_range(3, ~0u, 0);
 	(void)prctl(PR_SET_NAME, "tp-cfg-child");
 	m = malloc(len);
 	if (m) {
@@ -268,21 +275,6 @@ static void check(const char *file, unsigned want, const struct tp_ftrace_scan *
 	}
 }
 
-/* The first line that differs between two snapshots, for the failure message. */
-static void first_difference(const char *a, const char *b, char *ret, size_t len)
-{
-	while (*a && *a == *b) {
-		const char *na = strchr(a, '\n'), *nb = strchr(b, '\n');
-
-		if (!na || !nb || na - a != nb - b || strncmp(a, b, (size_t)(na - a)) != 0)
-			break;
-		a = na + 1;
-		b = nb + 1;
-	}
-	snprintf(ret, len, "before \"%.*s\", after \"%.*s\"", (int)strcspn(a, "\n"), a,
-		 (int)strcspn(b, "\n"), b);
-}
-
 START_TEST(test_config)
 {
 	const char *file = configs[_i].file;
@@ -296,10 +288,10 @@ START_TEST(test_config)
 	if (strcmp(top_after, top_before) != 0) {
 		char diff[600];
 
-		first_difference(top_before, top_after, diff, sizeof(diff));
+		tp_first_difference(top_before, top_after, diff, sizeof(diff));
 		ck_abort_msg("%s: tracefs not restored: %s", file, diff);
 	}
-	ck_assert(tp_fixture_restored(&fx));
+	tp_fixture_assert_restored(&fx);
 	ck_assert_int_eq(tp_scan_trace(out, &s), 0);
 	fprintf(stderr, "%s: %" PRIu64 " bundles (%" PRIu64 " compact), %" PRIu64 " kernel symbols, %zu failed\n",
 		file, s.bundles, s.compact_bundles, s.symbols, s.n_failed);

@@ -23,10 +23,9 @@ bool tp_kernel_available(void);
 char *tp_tracefs_snapshot(const char *dir);
 /*
  * Drops what no one can put back from the text of tracefs @file, in place:
- * until the first user of tracing since boot, buffer_size_kb reads
- * "N (expanded: M)", and the first event enabled anywhere (any instance,
- * any tracer) expands every buffer for good, after which it reads "N".
- * N is the size in both, so only the suffix goes.
+ * an instance's buffer_size_kb may read "N (expanded: M)" until tracing is
+ * first used, then "N".  (The top level's first expansion changes N too:
+ * tp_kernel_available() takes that step before any snapshot.)
  */
 void tp_tracefs_text_normalize(const char *file, char *text);
 
@@ -135,6 +134,8 @@ void tp_fixture_teardown(struct tp_fixture *f);
 bool tp_fixture_restored(const struct tp_fixture *f);
 /* The same, as a Check assertion comparing the texts, so a failure shows what changed. */
 void tp_fixture_assert_restored(const struct tp_fixture *f);
+/* "before X, after Y": the first line where snapshot a and b differ. */
+void tp_first_difference(const char *a, const char *b, char *ret, size_t len);
 
 /*
  * A workload started from a thread once @instance_dir traces sched_switch,
