@@ -211,7 +211,7 @@ static uint64_t record(bool sys_stats, const char *name, struct drain_result *r)
 
 	top_after = tp_feature_snapshot(TP_TRACEFS);
 	ck_assert_msg(top_after && strcmp(top_after, top_before) == 0, "%s: tracefs not restored", name);
-	ck_assert(tp_fixture_restored(&fx));
+	tp_fixture_assert_restored(&fx);
 
 	analyse(out, r);
 	fprintf(stderr,
@@ -261,12 +261,14 @@ START_TEST(test_sys_stats_does_not_starve_drain)
 		      with.max_gap_ns / 1000000u, DRAIN_PERIOD_MS, base.max_gap_ns / 1000000u);
 
 	/*
-	 * Overruns: the kernel lost no larger share of the events than without
-	 * sys_stats, with slack for a shared machine (twice the share, plus
-	 * 1 % of the events).
+	 * Overruns: a drain starved by sys_stats for a good part of the run
+	 * would lose most events.  Between two runs of one workload a
+	 * single-threaded emulated guest already varies the lost share from
+	 * 3 % to 13 %, so the bound is twice the share lost without sys_stats
+	 * plus 15 % of the events: loose for noise, far below starvation.
 	 */
 	allowed_overrun = base.events ? base.overrun * 2 * with.events / base.events : base.overrun * 2;
-	allowed_overrun += with.events / 100 + 1;
+	allowed_overrun += with.events * 15 / 100 + 1;
 	ck_assert_msg(with.overrun <= allowed_overrun,
 		      "%" PRIu64 " events overrun with sys_stats (of %" PRIu64 "), %" PRIu64 " without (of %" PRIu64 ")",
 		      with.overrun, with.events, base.overrun, base.events);
