@@ -304,11 +304,51 @@ END_TEST
 
 /* ---- two sessions at once, service and producer in this process -------- */
 
+/*
+ * The test drives the two sessions by what tracefs shows, not by their
+ * durations: an emulated guest takes seconds to set one up, so fixed
+ * durations could end the first before the second even started.  A is
+ * stopped once both have recorded for a while, B a while after A ended.
+ */
+#define TWO_OVERLAP_USEC (1500 * 1000ull)
+#define TWO_TICK_USEC (100 * 1000ull)
+
 struct two {
 	struct event *e;
+	struct svc_session *a, *b;
 	int done;
+	uint64_t both_since, a_done_at;  /* CLOCK_MONOTONIC usec, 0 until seen */
 	char events_after_first[4096];
 };
+
+static bool instance_has_event(const char *name)
+{
+	_cleanup_free_ char *events = NULL;
+	char path[300];
+
+	snprintf(path, sizeof(path), "%s/set_event", fx.path);
+	return read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0 && strstr(events, name);
+}
+
+static int two_tick(struct event_source *src, uint64_t usec, void *userdata)
+{
+	struct two *t = userdata;
+
+	if (t->done == 0 && !t->both_since && instance_has_event("sched_switch") &&
+	    instance_has_event("sched_waking"))
+		t->both_since = usec;
+	if (t->done == 0 && t->both_since && usec - t->both_since >= TWO_OVERLAP_USEC)
+		(void)svc_session_stop(t->a);
+	if (t->done == 1 && !t->a_done_at)
+		t->a_done_at = usec;
+	if (t->done == 1 && usec - t->a_done_at >= TWO_OVERLAP_USEC)
+		(void)svc_session_stop(t->b);
+	if (t->done < 2) {
+		ck_assert_int_ge(event_source_set_time(src, usec + TWO_TICK_USEC), 0);
+		ck_assert_int_ge(event_source_set_enabled(src, EVENT_ONESHOT), 0);
+	}
+	return 0;
+}
 
 static void on_session_done(struct svc_session *ss, int error, void *userdata)
 {
@@ -318,7 +358,8 @@ static void on_session_done(struct svc_session *ss, int error, void *userdata)
 
 	ck_assert_int_eq(error, 0);
 	if (t->done++ == 0) {
-		/* the first session is over: only the second one's events stay on */
+		/* A is over (B ends only after it): only B's events stay on */
+		ck_assert_ptr_eq(ss, t->a);
 		snprintf(path, sizeof(path), "%s/set_event", fx.path);
 		if (read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0)
 			snprintf(t->events_after_first, sizeof(t->events_after_first), "%s", events);
@@ -351,12 +392,10 @@ START_TEST(test_two_sessions)
 	void **shared = NULL;
 	struct producer *p = NULL;
 	struct svc_session *a = NULL, *b = NULL;
-	/*
-	 * A must end while B records: B's setup comes after A's and took over
-	 * a second in an emulated guest, hence 3 s for A and 5 s more for B.
-	 */
-	Perfetto__Protos__TraceConfig *cfg_a = config("sched/sched_switch", 3000);
-	Perfetto__Protos__TraceConfig *cfg_b = config("sched/sched_waking", 8000);
+	struct event_source *tick = NULL;
+	/* Durations only as a bound: two_tick() stops both. */
+	Perfetto__Protos__TraceConfig *cfg_a = config("sched/sched_switch", 100000);
+	Perfetto__Protos__TraceConfig *cfg_b = config("sched/sched_waking", 100000);
 	struct tp_trace_summary sa, sb;
 	struct tp_workload w;
 	char out_a[600], out_b[600];
@@ -377,9 +416,13 @@ START_TEST(test_two_sessions)
 	ck_assert_int_ge(producer_adopt_fd(p, sv[0]), 0);
 	ck_assert_int_ge(svc_session_start(svc, cfg_a, fd_a, &hooks, &t, &a), 0);
 	ck_assert_int_ge(svc_session_start(svc, cfg_b, fd_b, &hooks, &t, &b), 0);
+	t.a = a;
+	t.b = b;
 	ck_assert_int_eq(tp_workload_start("tp-two", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
+	ck_assert_int_ge(event_add_time_relative(t.e, &tick, CLOCK_MONOTONIC, TWO_TICK_USEC, 0, two_tick, &t), 0);
 	ck_assert_int_ge(event_loop(t.e), 0);
 	ck_assert_int_eq(t.done, 2);
+	tick = event_source_unref(tick);
 
 	/* stopping the first left the second's event on, and only that */
 	ck_assert_ptr_null(strstr(t.events_after_first, "sched_switch"));
