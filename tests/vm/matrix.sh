@@ -8,9 +8,9 @@
 # BUILD_DIR must be built already and lie on the root filesystem (the guest
 # sees it through the read-only root share).  Each kernel's meson log goes
 # to BUILD_DIR/vm-results/KERNEL/.  Prints the time and the result of every
-# suite per kernel; fails if any suite failed in any kernel, except the
-# failures listed in tests/vm/known-failures (printed as known), and if a
-# guest did not finish.
+# suite per kernel, with the assertion lines of each failure; fails if any
+# suite failed in any kernel, except the failures listed in
+# tests/vm/known-failures (printed as known), and if a guest did not finish.
 # TP_VM_TIMEOUT: deadline per guest in seconds (default 1800).
 # TP_VM_JOBS: guests run at once (default 2): a single-threaded TCG guest
 # keeps one host CPU busy, so two of them use a 2-CPU machine fully and the
@@ -89,6 +89,12 @@ for k in "${kernels[@]}"; do
 			      /^duration:/ { d = $2 }
 			      /^result:/ { sub(/^result: */, ""); print name ": " $0 ", " d }' \
 				"$res/testlog.txt")
+		# and why each failure failed: Check's assertion lines (the first
+		# few per suite), so the log of a CI run alone tells what broke
+		while IFS= read -r l; do
+			summary+=("      $l")
+		done < <(awk '/^test:/ { sub(/.* \/ /, ""); name = $0; n = 0 }
+			      /:[FE]:/ && n < 5 { n++; print name ": " $0 }' "$res/testlog.txt" | cut -c1-400)
 	fi
 done
 echo "== kernel suites under QEMU"
