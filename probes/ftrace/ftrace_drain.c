@@ -247,7 +247,7 @@ static void read_error(struct ftrace_drain *d, int status)
 int ftrace_drain_pass(struct ftrace_drain *d, bool flush, bool *ret_more)
 {
 	size_t budget_per_cpu = FTRACE_PASS_MAX_PAGES;
-	bool any = false;
+	bool any = false, to_empty;
 	int r = 0;
 
 	for (struct ftrace_drain_reader *rd = d->readers; rd; rd = rd->next)
@@ -255,6 +255,7 @@ int ftrace_drain_pass(struct ftrace_drain *d, bool flush, bool *ret_more)
 	if (!any || !d->cpus_open)
 		return 0;
 
+	to_empty = flush && ftrace_tracefs_n_active(d->tfs) == 0;
 	if (flush) {
 		/* A flush empties the buffer: up to its whole size (plus the reader page). */
 		uint32_t kb = ftrace_tracefs_cached_buffer_kb(d->tfs);
@@ -296,7 +297,15 @@ int ftrace_drain_pass(struct ftrace_drain *d, bool flush, bool *ret_more)
 					read_error(d, pst);
 				if (k < 0 && r == 0)
 					r = k;
-				if (k < 0 || st == FTRACE_CPU_EMPTY) {
+				/*
+				 * With tracing off in the directory (the final flush),
+				 * read until the kernel has nothing left: the "caught
+				 * up" hint (a page under half full) may be the rest of a
+				 * page an earlier read copied in part, with whole pages
+				 * after it.  With tracing on, the hint stands, or the
+				 * flush would chase the writer page after tiny page.
+				 */
+				if (k <= 0 || (st == FTRACE_CPU_EMPTY && !to_empty)) {
 					empty = true;
 					break;
 				}

@@ -489,6 +489,14 @@ static void snapshot_stats(struct ftrace_ds *ds, struct ftrace_cpu_stats *out)
 	}
 }
 
+static bool any_entries(const struct ftrace_cpu_stats *st, unsigned n)
+{
+	for (unsigned cpu = 0; cpu < n; cpu++)
+		if (st[cpu].present && st[cpu].entries > 0)
+			return true;
+	return false;
+}
+
 int ftrace_ds_start(struct ftrace_ds *ds)
 {
 	int r;
@@ -565,6 +573,28 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	 * just before its last read, so its counts are off by a few events).
 	 */
 	r = ftrace_drain_pass(ds->drain, /* flush= */ true, NULL);
+	now = calloc(ds->n_cpus, sizeof(*now));
+	if (now) {
+		snapshot_stats(ds, now);
+		/*
+		 * With tracing off (the final flush), entries the kernel still
+		 * counts are writes that were in flight when tracing stopped and
+		 * committed after the read (a writer preempted mid-commit, or a
+		 * vCPU the host did not run): give them a millisecond and read
+		 * again, a few times at most.  An entry the kernel will not hand
+		 * out is reported in the END stats, not waited for.
+		 */
+		for (unsigned i = 0; i < 4 && ds->tracing_released && any_entries(now, ds->n_cpus); i++) {
+			int k;
+
+			(void)nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+			k = ftrace_drain_pass(ds->drain, /* flush= */ true, NULL);
+
+			if (k < 0 && r == 0)
+				r = k;
+			snapshot_stats(ds, now);
+		}
+	}
 
 	(void)ftrace_tracefs_read_buffer_kb(ds->tfs, &kb);
 	m = (struct ftrace_stats_msg){
@@ -584,9 +614,6 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	};
 	write_stats_packet(ds, &m);
 
-	now = calloc(ds->n_cpus, sizeof(*now));
-	if (now)
-		snapshot_stats(ds, now);
 	m.phase = FTRACE_STATS_PHASE_END;
 	m.cpu = now;
 	m.n_cpu = now ? ds->n_cpus : 0;
