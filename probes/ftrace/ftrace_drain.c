@@ -272,6 +272,7 @@ int ftrace_drain_pass(struct ftrace_drain *d, bool flush, bool *ret_more)
 	for (unsigned cpu = 0; cpu < d->n_cpus; cpu++) {
 		struct ftrace_cpu *c = d->cpus[cpu];
 		size_t budget = budget_per_cpu;
+		unsigned small_in_row = 0;
 
 		if (!c)
 			continue;
@@ -298,14 +299,20 @@ int ftrace_drain_pass(struct ftrace_drain *d, bool flush, bool *ret_more)
 				if (k < 0 && r == 0)
 					r = k;
 				/*
-				 * With tracing off in the directory (the final flush),
-				 * read until the kernel has nothing left: the "caught
-				 * up" hint (a page under half full) may be the rest of a
-				 * page an earlier read copied in part, with whole pages
-				 * after it.  With tracing on, the hint stands, or the
-				 * flush would chase the writer page after tiny page.
+				 * The "caught up" hint (a page under half full) may be
+				 * the rest of a page an earlier read copied in part,
+				 * with whole pages after it.  A periodic pass trusts it;
+				 * a flush needs two such pages in a row (a writer still
+				 * filling its page, not a stray small page), so it does
+				 * not chase a busy writer tiny page after tiny page; with
+				 * tracing off in the directory (the final flush) there is
+				 * no writer to chase and only an empty read ends it.
 				 */
-				if (k <= 0 || (st == FTRACE_CPU_EMPTY && !to_empty)) {
+				if (k > 0 && st == FTRACE_CPU_EMPTY)
+					small_in_row++;
+				else
+					small_in_row = 0;
+				if (k <= 0 || (small_in_row > 0 && !flush) || (small_in_row > 1 && !to_empty)) {
 					empty = true;
 					break;
 				}
