@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -116,18 +117,38 @@ static void child_body(unsigned i)
 	 * the recorder from putting nop back.  The child needs none of them.
 	 */
 	(void)close_range(3, ~0u, 0);
+	/*
+	 * Forked from a process with other threads: only system calls from
+	 * here on (malloc, or a sanitizer's allocator behind it, could wait
+	 * forever on a lock a recorder thread held at the fork), and a
+	 * deadline so that the parent's waitpid() can never hang the suite.
+	 */
+	sigset_t none;
+
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	(void)signal(SIGALRM, SIG_DFL);
+	(void)alarm(10);
 	(void)prctl(PR_SET_NAME, "tp-cfg-child");
-	m = malloc(len);
-	if (m) {
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m != MAP_FAILED) {
 		for (size_t k = 0; k < len; k += 4096)
 			m[k] = (char)k;
-		free(m);
+		(void)munmap(m, len);
 	}
 	fd = open(TP_TRACEFS "/trace_marker", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		int n = snprintf(marker, sizeof(marker), "tp-cfg-marker %u", i);
+		char digits[16];
+		size_t n = 0, d = 0;
 
-		(void)!write(fd, marker, (size_t)n);
+		memcpy(marker, "tp-cfg-marker ", 14);
+		n = 14;
+		do
+			digits[d++] = (char)('0' + i % 10);
+		while ((i /= 10) > 0);
+		while (d > 0)
+			marker[n++] = digits[--d];
+		(void)!write(fd, marker, n);
 		close(fd);
 	}
 	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
