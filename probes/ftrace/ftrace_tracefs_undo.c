@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
@@ -597,6 +598,19 @@ static int undo_apply(struct ftrace_tracefs *t, const struct ftrace_undo_entry *
 		/* Already gone (removed by hand, or the kernel rebooted): nothing to undo. */
 		return r == -ENOENT ? 0 : r;
 	case UNDO_PLAIN:
+		r = ftrace_tracefs_write(t, e->file, e->value, NULL);
+		/*
+		 * The kernel refuses a tracer change while any trace_pipe_raw of
+		 * the directory is open, and a process that forked just before
+		 * our readers closed holds copies until its child execs or exits:
+		 * give that up to half a second.  A reader that stays (someone's
+		 * own cat of trace_pipe) leaves the entry for the next start.
+		 */
+		for (unsigned i = 0; r == -EBUSY && strcmp(e->file, "current_tracer") == 0 && i < 50; i++) {
+			(void)nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+			r = ftrace_tracefs_write(t, e->file, e->value, NULL);
+		}
+		return r;
 	case UNDO_FILTER:
 		return ftrace_tracefs_write(t, e->file, e->value, NULL);
 	default:
