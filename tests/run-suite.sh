@@ -61,7 +61,7 @@ if command -v clang >/dev/null && [ "$FUZZ_SECONDS" -gt 0 ]; then
 		work=$(mktemp -d)
 		[ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
 		echo "-- $name"
-		"$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 "$work" 2>&1 | tail -n 3
+		"$f" -max_total_time="$FUZZ_SECONDS" -timeout=30 -rss_limit_mb=2048 "$work" 2>&1 | tail -n 3
 		rm -rf "$work"
 	done
 fi

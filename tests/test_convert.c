@@ -377,6 +377,37 @@ START_TEST(test_first_page_damaged)
 }
 END_TEST
 
+/*
+ * A padding record whose length points back at itself: libtraceevent's
+ * kbuffer (1.7) loops on it for ever.  The child reads no record, the
+ * parent's stall watch kills it: -EBADMSG with the reason, in bounded time.
+ */
+START_TEST(test_reader_loop_killed)
+{
+	_cleanup_free_ char *path = golden("sched-v6.dat");
+	_cleanup_free_ struct convert_summary *sum = NULL;
+	_cleanup_free_ uint8_t *data = NULL;
+	char tmpl[] = "/tmp/tp-convert-loop-XXXXXX";
+	struct convert_opts o = CONVERT_OPTS_DEFAULT;
+	uint64_t off = page_offset(path, 0, 1);
+	uint32_t pad[2] = { 1u << 5 | 29u, (uint32_t)-4 };  /* delta 1, PADDING; length -4 */
+	int out = memfd_create("pftrace", MFD_CLOEXEC);
+	size_t len;
+
+	ck_assert_int_ge(out, 0);
+	damaged_copy(tmpl, &data, &len);
+	ck_assert_uint_lt(off + 24, len);
+	memcpy(data + off + 16, pad, sizeof(pad));
+	write_copy(tmpl, data, len);
+	o.stall_ms = 1000;
+	ck_assert_int_eq(convert_file_isolated(tmpl, out, &o, &sum), -EBADMSG);
+	ck_assert_ptr_nonnull(sum);
+	ck_assert_msg(strstr(sum->reason, "no progress"), "reason: %s", sum->reason);
+	close(out);
+	unlink(tmpl);
+}
+END_TEST
+
 /* Garbage inside a page's events: errors, not a crash. */
 START_TEST(test_garbage_events)
 {
@@ -651,6 +682,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_lost_flag);
 	tcase_add_test(tc, test_commit_past_end);
 	tcase_add_test(tc, test_first_page_damaged);
+	tcase_add_test(tc, test_reader_loop_killed);
 	tcase_add_test(tc, test_garbage_events);
 	tcase_add_test(tc, test_not_a_trace);
 	tcase_add_test(tc, test_bprint_printk);

@@ -19,7 +19,10 @@
  * can be driven and fuzzed without a file.
  */
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <string.h>
@@ -680,6 +683,18 @@ static uint64_t data_size(struct tracecmd_input *h)
 	return total;
 }
 
+/*
+ * In the child of convert_file_isolated(): a counter in shared memory that
+ * each record read moves, for the parent's stall watch.  NULL otherwise.
+ */
+static uint64_t *heartbeat;
+
+static void beat(void)
+{
+	if (heartbeat)
+		__atomic_fetch_add(heartbeat, 1, __ATOMIC_RELAXED);
+}
+
 /* One buffer (the top level or an instance): its records, CPU by CPU. */
 static int convert_handle(struct convert_ctx *c, struct tracecmd_input *h)
 {
@@ -692,6 +707,7 @@ static int convert_handle(struct convert_ctx *c, struct tracecmd_input *h)
 		struct tep_record *rec;
 		int r2;
 
+		beat();
 		r = convert_ctx_cpu_begin(c, (unsigned)cpu);
 		if (r < 0)
 			return r;
@@ -703,6 +719,7 @@ static int convert_handle(struct convert_ctx *c, struct tracecmd_input *h)
 				.ts = rec->ts,
 			};
 
+			beat();
 			r = convert_ctx_record(c, &cr);
 			tracecmd_free_record(rec);
 			if (r < 0)
@@ -802,12 +819,52 @@ done:
 
 /* ---- isolation ------------------------------------------------------------ */
 
+/*
+ * Waits for the child, watching its heartbeat: no record read for
+ * @stall_ms and it is killed (*ret_stalled).  A pidfd lets poll() return
+ * the moment the child exits; without one (before Linux 5.3) waitpid()
+ * just blocks, as it did before the watch.
+ */
+static int wait_child(pid_t pid, const uint64_t *beats, unsigned stall_ms, int *ret_status, bool *ret_stalled)
+{
+	_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	uint64_t last = __atomic_load_n(beats, __ATOMIC_RELAXED);
+	unsigned quiet_ms = 0;
+
+	*ret_stalled = false;
+	while (pfd >= 0) {
+		struct pollfd p = { .fd = pfd, .events = POLLIN };
+		int k = poll(&p, 1, 250);
+		uint64_t now;
+
+		if (k < 0 && errno != EINTR)
+			return -errno;
+		if (k > 0)
+			break;
+		now = __atomic_load_n(beats, __ATOMIC_RELAXED);
+		quiet_ms = now == last ? quiet_ms + 250 : 0;
+		last = now;
+		if (quiet_ms >= stall_ms) {
+			(void)kill(pid, SIGKILL);
+			*ret_stalled = true;
+			break;
+		}
+	}
+	while (waitpid(pid, ret_status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
 int convert_file_isolated(const char *in_path, int out_fd, const struct convert_opts *o,
 			  struct convert_summary **ret_summary)
 {
-	const size_t shared_len = sizeof(struct convert_summary) +
-				  CONVERT_MAX_CPUS * sizeof(struct convert_cpu_summary);
+	const size_t summary_len = sizeof(struct convert_summary) +
+				   CONVERT_MAX_CPUS * sizeof(struct convert_cpu_summary);
+	const size_t shared_len = summary_len + sizeof(uint64_t);
 	struct convert_summary *shared, *sum;
+	uint64_t *beats;
+	bool stalled = false;
 	int status, r;
 	pid_t pid;
 
@@ -817,6 +874,7 @@ int convert_file_isolated(const char *in_path, int out_fd, const struct convert_
 	shared = mmap(NULL, shared_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (shared == MAP_FAILED)
 		return -errno;
+	beats = (uint64_t *)((uint8_t *)shared + summary_len);
 	pid = fork();
 	if (pid < 0) {
 		r = -errno;
@@ -826,18 +884,28 @@ int convert_file_isolated(const char *in_path, int out_fd, const struct convert_
 	if (pid == 0) {
 		_cleanup_free_ struct convert_summary *s = NULL;
 
+		heartbeat = beats;
 		r = convert_file(in_path, out_fd, o, &s);
 		if (s)
 			memcpy(shared, s, sizeof(*s) + s->n_cpus * sizeof(s->cpu[0]));
 		/* The exit status carries the error; 0 marks "no summary". */
 		_exit(s ? 0x80 | (uint8_t)MIN(-r, 0x7f) : (uint8_t)MIN(-r, 0x7f));
 	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR) {
-			r = -errno;
-			(void)munmap(shared, shared_len);
-			return r;
+	r = wait_child(pid, beats, o && o->stall_ms ? o->stall_ms : 10000, &status, &stalled);
+	if (r < 0) {
+		(void)munmap(shared, shared_len);
+		return r;
+	}
+	if (stalled) {
+		sum = calloc(1, sizeof(*sum));
+		if (sum) {
+			set_reason(sum, "the reader made no progress for %u ms: the file is damaged",
+				   o && o->stall_ms ? o->stall_ms : 10000);
+			*ret_summary = sum;
 		}
+		(void)munmap(shared, shared_len);
+		return -EBADMSG;
+	}
 	if (WIFSIGNALED(status)) {
 		sum = calloc(1, sizeof(*sum));
 		if (sum) {

@@ -23,6 +23,12 @@ struct convert_opts {
 	/* Called now and then during the conversion (may be NULL). */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total, uint64_t events);
 	void *progress_ctx;
+	/*
+	 * convert_file_isolated(): the child is killed, and the file called
+	 * damaged, once it has read no record for this long (a reader loop
+	 * that never ends on a malformed page).  0: 10 s.
+	 */
+	unsigned stall_ms;
 };
 
 #define CONVERT_OPTS_DEFAULT ((struct convert_opts){ .compact_sched = true })
@@ -73,7 +79,9 @@ int convert_file(const char *in_path, int out_fd, const struct convert_opts *o,
  * convert_file_isolated - convert_file() in a child process, so that a
  * damaged file that crashes libtracecmd (whose reader trusts the file's
  * layout) ends the conversion with -EBADMSG and a reason, not the caller.
- * The summary is passed back through shared memory.
+ * The summary is passed back through shared memory.  A child that reads
+ * no record for opts->stall_ms (a reader looping on a damaged page) is
+ * killed, with -EBADMSG and a reason too.
  */
 int convert_file_isolated(const char *in_path, int out_fd, const struct convert_opts *o,
 			  struct convert_summary **ret_summary);
