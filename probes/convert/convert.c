@@ -688,11 +688,13 @@ static uint64_t data_size(struct tracecmd_input *h)
  * each record read moves, for the parent's stall watch.  NULL otherwise.
  */
 static uint64_t *heartbeat;
+static uint64_t beat_count;
 
+/* Only the child writes it: a plain store, no locked add per record. */
 static void beat(void)
 {
 	if (heartbeat)
-		__atomic_fetch_add(heartbeat, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(heartbeat, ++beat_count, __ATOMIC_RELAXED);
 }
 
 /* One buffer (the top level or an instance): its records, CPU by CPU. */
