@@ -60,8 +60,11 @@ static void check_reconciled(const struct tp_trace_summary *s, unsigned n_cpus)
  * The trace holds (nearly) every context switch the kernel counted while
  * the workload ran and the recording was on: a bound relative to what the
  * machine did, however slow it is.  The workload starts once tracing is
- * on and the count ends a poll interval after it went off, so the trace
- * may miss a sliver at the end, never a tenth.
+ * on and the count ends when a polling thread sees it off: a 5 ms poll,
+ * but an emulated guest running two of them on a shared host has left that
+ * thread unscheduled for some 150 ms of a 1 s recording.  So the trace may
+ * miss up to a quarter at the end; every event the kernel handed out is
+ * checked exactly by check_reconciled().
  */
 static uint64_t check_switches_counted(const struct tp_trace_summary *s,
 				       const struct tp_deferred_workload *d)
@@ -74,7 +77,7 @@ static uint64_t check_switches_counted(const struct tp_trace_summary *s,
 	counted = d->ctxt_end - d->ctxt_start;
 	fprintf(stderr, "%llu switches in the trace, %llu counted by the kernel\n",
 		(unsigned long long)switches, (unsigned long long)counted);
-	ck_assert_msg(switches >= counted - counted / 10,
+	ck_assert_msg(switches >= counted - counted / 4,
 		      "%llu switches in the trace, the kernel counted %llu", (unsigned long long)switches,
 		      (unsigned long long)counted);
 	return switches;
