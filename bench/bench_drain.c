@@ -37,7 +37,7 @@
 #include "bench/bench_capture.h"
 #include "bench/bench_walk.h"
 #include "probes/ftrace/ftrace_parse.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "smb/smb.h"
 #include "util/util.h"
 

@@ -28,7 +28,7 @@
 #include "probes/procfs/procfs.h"
 #include "probes/procfs/procfs_internal.h"
 #include "protos/perfetto/config/process_stats/process_stats_config.pb-c.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "util/util.h"
 
 /* ---- allocation counting ------------------------------------------------- */

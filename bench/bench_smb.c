@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "smb/smb.h"
 #include "util/util.h"
 

@@ -29,7 +29,7 @@
 #include "probes/sys_stats/sys_stats.h"
 #include "probes/sys_stats/sys_stats_internal.h"
 #include "protos/perfetto/config/sys_stats/sys_stats_config.pb-c.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "util/util.h"
 
 /* ---- allocation counting ------------------------------------------------- */

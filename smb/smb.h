@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 
 #define SMB_MIN_PAGE_SIZE 4096u
 #define SMB_MAX_PAGE_SIZE 65536u

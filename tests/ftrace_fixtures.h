@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "probes/ftrace/ftrace_parse.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 
 /* header_page and event formats copied from a 6.18 x86_64 kernel. */
 static const char fx_header_page[] =

@@ -17,7 +17,7 @@
 #include "probes/ds/ds.h"
 #include "probes/procfs/procfs.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "util/util.h"
 
 typedef Perfetto__Protos__ProcessTree__Process TreeProcess;

@@ -18,7 +18,7 @@
 #include "protos/perfetto/common/commit_data_request.pb-c.h"
 #include "protos/perfetto/ipc/producer_port.pb-c.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "tests/svc_harness.h"
 #include "util/util.h"
 #include "util/util_varint.h"

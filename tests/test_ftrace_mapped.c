@@ -19,7 +19,7 @@
 #include "probes/ftrace/ftrace_mapped.h"
 #include "probes/ftrace/ftrace_page.h"
 #include "probes/ftrace/ftrace_parse.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "tests/ftrace_fixtures.h"
 #include "util/util.h"
 

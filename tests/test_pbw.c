@@ -13,7 +13,7 @@
 #include "protos/perfetto/trace/ftrace/ftrace_event_bundle.pb-c.h"
 #include "protos/perfetto/trace/ftrace/sched.pb-c.h"
 #include "protos/perfetto/trace/trace_packet.pb-c.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "smb/smb.h"
 #include "util/util.h"
 #include "util/util_varint.h"

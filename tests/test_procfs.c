@@ -28,7 +28,7 @@
 #include "probes/procfs/procfs_internal.h"
 #include "protos/perfetto/config/process_stats/process_stats_config.pb-c.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "smb/smb.h"
 #include "tests/procfs_capture.h"
 #include "util/util.h"

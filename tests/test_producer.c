@@ -21,7 +21,7 @@
 #include "protos/pbtxt.h"
 #include "protos/perfetto/config/trace_config.pb-c.h"
 #include "service/service.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "util/util.h"
 
 #define FAKE_CPUS 512u

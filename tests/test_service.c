@@ -28,7 +28,7 @@
 #include "protos/perfetto/trace/trace.pb-c.h"
 #include "protos/perfetto/trace/trace_packet.pb-c.h"
 #include "service/service.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "smb/smb.h"
 #include "tests/svc_harness.h"
 #include "util/util.h"

@@ -33,7 +33,7 @@
 #include "protos/perfetto/config/system_info/system_info_config.pb-c.h"
 #include "protos/perfetto/config/trace_config.pb-c.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "util/util.h"
 
 typedef Perfetto__Protos__SysStats SysStats;

@@ -33,7 +33,7 @@
 #include "probes/convert/convert_internal.h"
 #include "probes/convert/convert_tracecmd.h"
 #include "probes/ftrace/ftrace_parse.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "util/util.h"
 
 /* The fuzzer builds with small ones, so that batch and table limits are

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "probes/convert/convert_internal.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "util/util.h"
 
 /* Smaller in the fuzzer (see convert.c). */

@@ -11,7 +11,7 @@
 
 #include "probes/ds/ds.h"
 #include "probes/ftrace/ftrace_parse_internal.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "smb/smb.h"
 #include "util/util.h"
 

@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 
 #include "probes/ftrace/ftrace_parse_internal.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "util/util.h"
 
 /* FtraceEventBundle.CompactSched field numbers. */

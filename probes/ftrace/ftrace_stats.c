@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "probes/ftrace/ftrace_control.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "util/util.h"
 
 /* TracePacket / FtraceStats / FtraceCpuStats field numbers (ftrace_stats.proto). */

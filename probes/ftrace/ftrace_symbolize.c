@@ -13,7 +13,7 @@
 
 #include "probes/ftrace/ftrace_ds_features.h"
 #include "probes/ksyms/ksyms.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 
 /* TracePacket / InternedData / InternedString field numbers. */
 enum {

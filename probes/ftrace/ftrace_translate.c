@@ -16,7 +16,7 @@
 #include <traceevent/event-parse.h>
 
 #include "probes/ftrace/ftrace_parse_internal.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "util/util.h"
 #include "util/util_varint.h"
 

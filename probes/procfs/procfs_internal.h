@@ -17,7 +17,7 @@
 
 #include "probes/ds/ds.h"
 #include "probes/procfs/procfs.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 
 /* ---- field numbers (trace_packet.proto, ps/process_tree.proto, ps/process_stats.proto) ---- */
 

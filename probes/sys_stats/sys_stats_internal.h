@@ -19,7 +19,7 @@
 
 #include "probes/ds/ds.h"
 #include "probes/sys_stats/sys_stats.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 
 /* ---- field numbers (trace_packet.proto, sys_stats/sys_stats.proto) ---- */
 

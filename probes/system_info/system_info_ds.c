@@ -16,7 +16,7 @@
 #include "probes/system_info/system_info_internal.h"
 #include "protos/perfetto/config/data_source_config.pb-c.h"
 #include "protos/perfetto/config/system_info/system_info_config.pb-c.h"
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "util/util.h"
 
 /* /proc/cpuinfo of 4096 CPUs with every x86 flag is ~10 MiB. */

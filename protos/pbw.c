@@ -7,7 +7,7 @@
 #include <assert.h>
 #include <errno.h>
 
-#include "smb/pbw.h"
+#include "protos/pbw.h"
 #include "util/util_varint.h"
 
 #define PBW_ONE_BYTE_MAX 127u
