@@ -338,6 +338,7 @@ static __attribute__((noinline)) int replay_parser(struct ftrace_format_table *t
 	struct ftrace_pidset *pids = NULL;
 	struct ftrace_cpu_state *states = NULL;
 	struct smb_writer *w = NULL;
+	struct pbw_sink sink;
 	struct smb *smb = NULL;
 	struct seg_timer seg = {};
 	size_t n_seg = 0;
@@ -362,6 +363,7 @@ static __attribute__((noinline)) int replay_parser(struct ftrace_format_table *t
 		r = sched_parser_new(t, &o, ids, &p);
 	if (r < 0)
 		goto out;
+	sink = smb_writer_sink(w);
 	ret->compact_active = ftrace_parser_compact_sched_active(p);
 	for (size_t i = 0; i < l->n_calls; i++)
 		n_seg += l->calls[i].end_of_pass;
@@ -381,8 +383,8 @@ static __attribute__((noinline)) int replay_parser(struct ftrace_format_table *t
 			const struct call *cl = &l->calls[i];
 
 			(void)ftrace_parser_parse_pages(p, cl->cpu, l->pages + cl->first * page_size,
-							cl->n, page_size, w, &states[cl->cpu], pids,
-							&st);
+							cl->n, page_size, &sink, &states[cl->cpu],
+							pids, &st);
 			recycle(smb, &chunks, &commits);
 			if (cl->end_of_pass) {
 				ftrace_pidset_clear(pids);
@@ -446,7 +448,8 @@ static int digest_parser(struct ftrace_format_table *t, const struct ids *ids,
 {
 	struct ftrace_parser_opts o = FTRACE_PARSER_OPTS_DEFAULT;
 	struct digest_sink d = { .hash = 0xcbf29ce484222325ull };
-	const struct ftrace_packet_sink sink = { .begin = digest_begin, .end = digest_end, .ctx = &d };
+	const struct pbw_sink sink = { .begin_packet = digest_begin, .end_packet = digest_end,
+				       .userdata = &d };
 	struct ftrace_parser *p = NULL;
 	struct ftrace_pidset *pids = NULL;
 	struct ftrace_cpu_state *states = NULL;
@@ -465,8 +468,8 @@ static int digest_parser(struct ftrace_format_table *t, const struct ids *ids,
 	for (size_t i = 0; r >= 0 && i < l->n_calls; i++) {
 		const struct call *cl = &l->calls[i];
 
-		r = ftrace_parser_parse_pages_to(p, cl->cpu, l->pages + cl->first * page_size, cl->n,
-						 page_size, &sink, &states[cl->cpu], pids, &st);
+		r = ftrace_parser_parse_pages(p, cl->cpu, l->pages + cl->first * page_size, cl->n,
+					      page_size, &sink, &states[cl->cpu], pids, &st);
 		if (cl->end_of_pass) {
 			const int32_t *v;
 			size_t n = ftrace_pidset_pids(pids, &v);

@@ -157,7 +157,7 @@ static int32_t *all_tids(size_t *ret_n)
 static void run(enum scenario sc, unsigned runs, struct sink_buf *sb, struct result *res)
 {
 	Perfetto__Protos__ProcessStatsConfig cfg = PERFETTO__PROTOS__PROCESS_STATS_CONFIG__INIT;
-	struct ds_sink sink = { .begin_packet = sb_begin, .end_packet = sb_end, .userdata = sb };
+	struct pbw_sink sink = { .begin_packet = sb_begin, .end_packet = sb_end, .userdata = sb };
 	_cleanup_free_ int32_t *tids = NULL;
 	_cleanup_free_ uint64_t *ns = calloc(runs, sizeof(uint64_t));
 	struct procfs_ds_stats st;

@@ -3,7 +3,8 @@
  * Data-source instances: Setup/Start/Stop, Flush and ClearIncrementalState
  * as the command stream hands them down, each driven through its kind's ops
  * (probes/ds/ds.h).  Each instance gets its own trace writer (one sequence),
- * as in Perfetto's traced_probes, and writes through a ds_sink over it.
+ * as in Perfetto's traced_probes, and writes through a pbw_sink over it
+ * (smb_writer_sink()).
  * Below the connection code: calls only producer_commit.c and producer_rpc.c.
  */
 #include <string.h>
@@ -278,7 +279,7 @@ int producer_ds_setup(struct producer *p,
 		.shared = p->shared ? p->shared[kind] : NULL,
 		.instance_id = ds->id,
 		.tracing_session_id = ds->tracing_session_id,
-		.sink = ds_sink_for_writer(ds->writer),
+		.sink = smb_writer_sink(ds->writer),
 		.host = { .notice = on_notice, .commit_soon = on_commit_soon, .host = ds },
 	};
 	r = ops->setup(&env, cfg, &ds->inst, &why, &warnings);

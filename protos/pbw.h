@@ -241,3 +241,25 @@ void pbw_begin_nested(struct pbw *w, uint32_t field);
  * Returns: the payload size of the closed message.
  */
 uint32_t pbw_end_nested(struct pbw *w);
+
+/*
+ * Where TracePackets go: one sequence of one writer.  Every writer of
+ * packets (the data sources, the ftrace parser, convert) is handed one and
+ * knows nothing of what is behind it: the SMB trace writer in the daemon
+ * and `record` (smb_writer_sink()), a file for convert, a plain buffer in
+ * tests and benchmarks.  The calls are per packet, never per field.
+ *
+ * begin_packet() always returns a cursor: when no room could be had the
+ * packet goes to a discard cursor, is counted by the owner and
+ * end_packet() returns -ENOSPC (the SMB writer's behaviour; a sink for
+ * tests must do the same).
+ */
+struct pbw_sink {
+	struct pbw *(*begin_packet)(void *userdata);
+	/* Returns: 0, or -ENOSPC if the packet was dropped on the way. */
+	int (*end_packet)(void *userdata);
+	/* Release what was written so that the next commit carries it;
+	 * may be NULL where nothing is held back (a plain buffer). */
+	void (*flush)(void *userdata);
+	void *userdata;
+};

@@ -224,6 +224,13 @@ int smb_writer_end_packet(struct smb_writer *w);
 void smb_writer_flush(struct smb_writer *w);
 
 /**
+ * smb_writer_sink - the packet sink that writes through @w (not owned): what
+ * the producer hands every data source, and what tests use to drive a
+ * writer of packets into an SMB of their own.
+ */
+struct pbw_sink smb_writer_sink(struct smb_writer *w);
+
+/**
  * smb_writer_id - the writer id; smb_writer_target_buffer(): its buffer;
  * smb_writer_get_stats(): its counters.
  */

@@ -345,6 +345,32 @@ void smb_writer_flush(struct smb_writer *w)
 	pbw_reset_range(&w->pbw, NULL, 0);
 }
 
+/* The sink's calls: the writer's own, behind the void pointer a sink carries. */
+static struct pbw *sink_begin(void *userdata)
+{
+	return smb_writer_begin_packet(userdata);
+}
+
+static int sink_end(void *userdata)
+{
+	return smb_writer_end_packet(userdata);
+}
+
+static void sink_flush(void *userdata)
+{
+	smb_writer_flush(userdata);
+}
+
+struct pbw_sink smb_writer_sink(struct smb_writer *w)
+{
+	return (struct pbw_sink){
+		.begin_packet = sink_begin,
+		.end_packet = sink_end,
+		.flush = sink_flush,
+		.userdata = w,
+	};
+}
+
 uint16_t smb_writer_id(const struct smb_writer *w)
 {
 	return w->id;

@@ -392,7 +392,7 @@ struct fx_sink {
 	uint8_t *buf;
 	size_t cap;
 	int packets;
-	struct ftrace_packet_sink sink;
+	struct pbw_sink sink;
 };
 
 static inline struct pbw *fx_sink_begin(void *ctx)
@@ -419,7 +419,8 @@ static inline void fx_sink_init(struct fx_sink *s, size_t cap)
 	assert(s->buf);
 	s->cap = cap;
 	pbw_init(&s->w, s->buf, cap, NULL, NULL);
-	s->sink = (struct ftrace_packet_sink){ .begin = fx_sink_begin, .end = fx_sink_end, .ctx = s };
+	s->sink = (struct pbw_sink){ .begin_packet = fx_sink_begin, .end_packet = fx_sink_end,
+				     .userdata = s };
 }
 
 static inline size_t fx_sink_len(const struct fx_sink *s)

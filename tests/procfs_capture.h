@@ -70,9 +70,9 @@ static inline void cap_init(struct capture *c, size_t cap)
 	ck_assert_ptr_nonnull(c->buf);
 }
 
-static inline struct ds_sink cap_sink(struct capture *c)
+static inline struct pbw_sink cap_sink(struct capture *c)
 {
-	return (struct ds_sink){
+	return (struct pbw_sink){
 		.begin_packet = cap_begin,
 		.end_packet = cap_end,
 		.flush = cap_flush,

@@ -30,8 +30,8 @@ static void run_pages(struct ftrace_parser *p, const uint8_t *pages, size_t n_pa
 {
 	memset(out, 0, sizeof(*out));
 	fx_sink_init(&out->s, 8 << 20);
-	out->packets = ftrace_parser_parse_pages_to(p, 1, pages, n_pages, FX_PAGE_SIZE, &out->s.sink,
-						    st, pids, &out->stats);
+	out->packets = ftrace_parser_parse_pages(p, 1, pages, n_pages, FX_PAGE_SIZE, &out->s.sink,
+						 st, pids, &out->stats);
 	ck_assert_int_ge(out->packets, 0);
 	ck_assert(!pbw_overflowed(&out->s.w));
 	out->trace = perfetto__protos__trace__unpack(NULL, fx_sink_len(&out->s), out->s.buf);
@@ -883,6 +883,7 @@ START_TEST(test_smb_writer_path)
 	struct ftrace_cpu_state st = {};
 	struct smb *smb = NULL;
 	struct smb_writer *w = NULL;
+	struct pbw_sink sink;
 	struct smb_reader *rd = NULL;
 	struct smb_commit commit;
 	struct collected c = {};
@@ -906,7 +907,8 @@ START_TEST(test_smb_writer_path)
 
 	ck_assert_int_eq(smb_new(mem, size, page, &smb), 0);
 	ck_assert_int_eq(smb_writer_new(smb, 1, 0, &w), 0);
-	ck_assert_int_eq(ftrace_parser_parse_pages(p, 0, pages_buf, 2, FX_PAGE_SIZE, w, &st, NULL,
+	sink = smb_writer_sink(w);
+	ck_assert_int_eq(ftrace_parser_parse_pages(p, 0, pages_buf, 2, FX_PAGE_SIZE, &sink, &st, NULL,
 						   NULL), 2);
 	smb_writer_flush(w);
 

@@ -274,7 +274,7 @@ static void run_case_to(const struct golden_case *gc, struct golden_out *out, st
 				continue;
 			if (gs && gs->batch) {
 				static uint8_t one[GOLDEN_PAGE];
-				const struct ds_sink sink = ds_sink_for_writer(gs->w);
+				const struct pbw_sink sink = smb_writer_sink(gs->w);
 
 				/* Each page through one buffer, scribbled over after use. */
 				ck_assert_int_eq(ftrace_parser_batch_begin(p, cpu, GOLDEN_PAGE, &sink, &st[cpu],
@@ -287,14 +287,16 @@ static void run_case_to(const struct golden_case *gc, struct golden_out *out, st
 				r = ftrace_parser_batch_end(p);
 				smb_service(gs, false);
 			} else if (gs) {
+				const struct pbw_sink sink = smb_writer_sink(gs->w);
+
 				r = ftrace_parser_parse_pages(p, cpu, data.pages[cpu] + first * GOLDEN_PAGE,
-							      k, GOLDEN_PAGE, gs->w, &st[cpu], pids,
+							      k, GOLDEN_PAGE, &sink, &st[cpu], pids,
 							      &out->stats[cpu]);
 				smb_service(gs, false);
 			} else {
-				r = ftrace_parser_parse_pages_to(p, cpu, data.pages[cpu] + first * GOLDEN_PAGE,
-								 k, GOLDEN_PAGE, &out->s.sink, &st[cpu],
-								 pids, &out->stats[cpu]);
+				r = ftrace_parser_parse_pages(p, cpu, data.pages[cpu] + first * GOLDEN_PAGE,
+							      k, GOLDEN_PAGE, &out->s.sink, &st[cpu],
+							      pids, &out->stats[cpu]);
 			}
 			ck_assert_int_ge(r, 0);
 			fprintf(meta, "pass %zu cpu %u pages %zu+%zu packets %d last_event_ts %llu\n",

@@ -270,8 +270,8 @@ static void run(bool compact, struct rt_out *out)
 
 			if (k == 0)
 				continue;
-			r = ftrace_parser_parse_pages_to(p, cpu, c->pages + first * RT_PAGE, k, RT_PAGE,
-							 &out->s.sink, &st[cpu], pids, &out->stats[cpu]);
+			r = ftrace_parser_parse_pages(p, cpu, c->pages + first * RT_PAGE, k, RT_PAGE,
+						      &out->s.sink, &st[cpu], pids, &out->stats[cpu]);
 			ck_assert_int_ge(r, 0);
 			for (int i = 0; i < r; i++) {
 				ck_assert_uint_lt(out->n_packets, ARRAY_SIZE(out->packet_cpu));

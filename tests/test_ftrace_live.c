@@ -40,7 +40,7 @@
 #define TARGET_BUFFER 1u
 #define MAX_WRITERS 2
 /* The sink over writer @w, for the one call (the data source copies it). */
-#define SINK(w) ((const struct ds_sink[1]){ ds_sink_for_writer(w) })
+#define SINK(w) ((const struct pbw_sink[1]){ smb_writer_sink(w) })
 
 static char g_inst_name[64];
 static char g_inst_dir[512];

@@ -269,9 +269,9 @@ static void parse(uint8_t *const pages[CPUS], const size_t n[CPUS], bool compact
 			size_t k = first < n[cpu] ? MIN(BATCH, n[cpu] - first) : 0;
 
 			if (k)
-				ck_assert_int_ge(ftrace_parser_parse_pages_to(p, cpu, pages[cpu] + first * PAGE, k,
-									      PAGE, &out->sink, &st[cpu], pids,
-									      NULL), 0);
+				ck_assert_int_ge(ftrace_parser_parse_pages(p, cpu, pages[cpu] + first * PAGE, k,
+									   PAGE, &out->sink, &st[cpu], pids,
+									   NULL), 0);
 		}
 	for (unsigned cpu = 0; cpu < CPUS; cpu++)
 		last_ts[cpu] = st[cpu].last_event_ts;

@@ -255,7 +255,7 @@ static int no_end(void *u)
 	return 0;
 }
 
-static const struct ds_sink null_sink = { .begin_packet = no_begin, .end_packet = no_end };
+static const struct pbw_sink null_sink = { .begin_packet = no_begin, .end_packet = no_end };
 
 struct host_ctx {
 	struct event *e;

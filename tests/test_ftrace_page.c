@@ -269,8 +269,8 @@ static void run_pages(struct ftrace_parser *p, const uint8_t *pages, size_t n_pa
 {
 	memset(out, 0, sizeof(*out));
 	fx_sink_init(&out->s, 1 << 20);
-	out->packets = ftrace_parser_parse_pages_to(p, 3, pages, n_pages, FX_PAGE_SIZE, &out->s.sink,
-						    st, NULL, &out->stats);
+	out->packets = ftrace_parser_parse_pages(p, 3, pages, n_pages, FX_PAGE_SIZE, &out->s.sink,
+						 st, NULL, &out->stats);
 	ck_assert_int_ge(out->packets, 0);
 	ck_assert(!pbw_overflowed(&out->s.w));
 	out->trace = perfetto__protos__trace__unpack(NULL, fx_sink_len(&out->s), out->s.buf);

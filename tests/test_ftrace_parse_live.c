@@ -250,8 +250,8 @@ static void parse_cpu(struct ftrace_parser *p, int cpu, const struct cpu_pages *
 	if (cp->n == 0)
 		return;
 	fx_sink_init(&s, cp->n * page_size * 2 + 4096);
-	n = ftrace_parser_parse_pages_to(p, (uint32_t)cpu, cp->buf, cp->n, page_size, &s.sink, st,
-					 pids, stats);
+	n = ftrace_parser_parse_pages(p, (uint32_t)cpu, cp->buf, cp->n, page_size, &s.sink, st,
+				      pids, stats);
 	ck_assert_int_ge(n, 1);
 	ck_assert(!pbw_overflowed(&s.w));
 	trace = perfetto__protos__trace__unpack(NULL, fx_sink_len(&s), s.buf);

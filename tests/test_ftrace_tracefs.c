@@ -673,8 +673,8 @@ static int no_packet_end(void *userdata)
 }
 
 /* Setup writes no packet: a sink that fails the test if it is used. */
-static const struct ds_sink no_packet_sink = { .begin_packet = no_packet_begin,
-					       .end_packet = no_packet_end };
+static const struct pbw_sink no_packet_sink = { .begin_packet = no_packet_begin,
+						.end_packet = no_packet_end };
 
 static int setup_ds(const char *instance, char **events, size_t n, struct ftrace_host **ret_host,
 		    struct ftrace_ds **ret, char **err)

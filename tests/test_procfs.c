@@ -211,7 +211,7 @@ static void fx_teardown(void)
 static struct procfs_ds *fx_ds(struct capture *c, const Perfetto__Protos__ProcessStatsConfig *cfg,
 			       struct event *e)
 {
-	struct ds_sink sink = cap_sink(c);
+	struct pbw_sink sink = cap_sink(c);
 	struct procfs_ds *ds = NULL;
 
 	ck_assert_int_eq(procfs_ds_setup(e, 7, 42, cfg, &sink, &ds), 0);
@@ -935,7 +935,7 @@ START_TEST(test_fixture_poll_no_ttl)
 
 	/* a poll period needs a loop */
 	cap_init(&c, 1 << 10);
-	struct ds_sink sink = cap_sink(&c);
+	struct pbw_sink sink = cap_sink(&c);
 	ck_assert_int_eq(procfs_ds_setup(NULL, 1, 1, &cfg, &sink, &ds), -EINVAL);
 	cap_done(&c);
 }

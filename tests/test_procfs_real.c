@@ -258,7 +258,7 @@ START_TEST(test_real_full_scan)
 	Perfetto__Protos__ProcessStatsConfig cfg = cfg_default();
 	const Perfetto__Protos__Trace *t;
 	struct procfs_ds_stats st;
-	struct ds_sink sink;
+	struct pbw_sink sink;
 	struct procfs_ds *ds;
 	struct capture c;
 	struct helper h;
@@ -308,7 +308,7 @@ START_TEST(test_real_on_demand)
 	Perfetto__Protos__ProcessStatsConfig cfg = cfg_default();
 	const Perfetto__Protos__Trace *t;
 	struct procfs_ds_stats st;
-	struct ds_sink sink;
+	struct pbw_sink sink;
 	struct procfs_ds *ds;
 	struct capture c;
 	struct helper h;
@@ -467,7 +467,7 @@ START_TEST(test_real_pid_namespace)
 {
 	Perfetto__Protos__ProcessStatsConfig cfg = cfg_default();
 	const Perfetto__Protos__Trace *t;
-	struct ds_sink sink;
+	struct pbw_sink sink;
 	struct procfs_ds *ds;
 	struct ns_child nc;
 	struct capture c;
@@ -548,7 +548,7 @@ START_TEST(test_real_through_smb)
 	struct smb_reader *rd;
 	struct smb_writer *w;
 	struct smb_commit cm;
-	struct ds_sink sink;
+	struct pbw_sink sink;
 	struct procfs_ds *ds;
 	struct smb *smb;
 	struct helper h;
@@ -571,7 +571,7 @@ START_TEST(test_real_through_smb)
 
 	CFG_SET(cfg, scan_all_processes_on_start, true);
 	CFG_SET(cfg, record_thread_names, true);
-	sink = ds_sink_for_writer(w);
+	sink = smb_writer_sink(w);
 	ck_assert_int_eq(procfs_ds_setup(NULL, 3, 9, &cfg, &sink, &ds), 0);
 	ck_assert_int_eq(procfs_ds_setup(NULL, 3, 9, &cfg, NULL, &ds), -EINVAL);
 	ck_assert_int_eq(procfs_ds_start(ds), 0);

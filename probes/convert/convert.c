@@ -11,7 +11,7 @@
  * Pages: the reader hands over records, CPU by CPU (convert_file() asks
  * libtracecmd for them), and every time a record starts a new page that
  * page is copied whole into a batch; a batch of CONVERT_BATCH_PAGES pages
- * becomes one ftrace_parser_parse_pages_to() call, i.e. about one bundle,
+ * becomes one ftrace_parser_parse_pages() call, i.e. about one bundle,
  * as a live drain pass would make.  Pages the reader steps over without
  * returning a record (only padding, or a header it cannot walk) are read
  * from the file when it stores pages as they are, else counted.  The
@@ -277,8 +277,8 @@ static void note_source(struct convert_ctx *c, const uint8_t *map)
 static int flush_batch(struct convert_ctx *c)
 {
 	struct conv_cpu *cc = &c->cpu;
-	const struct ftrace_packet_sink sink = { .begin = sink_begin, .end = sink_end,
-						 .ctx = &c->buf };
+	const struct pbw_sink sink = { .begin_packet = sink_begin, .end_packet = sink_end,
+				       .userdata = &c->buf };
 	uint64_t events_before = cc->ps.events;
 	size_t n = cc->n;
 	int r;
@@ -286,8 +286,8 @@ static int flush_batch(struct convert_ctx *c)
 	if (n == 0)
 		return 0;
 	cc->n = 0;
-	r = ftrace_parser_parse_pages_to(c->buf.p, cc->cpu, c->batch, n, c->page_size, &sink,
-					 &cc->st, c->buf.pids, &cc->ps);
+	r = ftrace_parser_parse_pages(c->buf.p, cc->cpu, c->batch, n, c->page_size, &sink,
+				      &cc->st, c->buf.pids, &cc->ps);
 	if (r < 0)
 		return r;
 	c->sum->events += cc->ps.events - events_before;

@@ -7,7 +7,7 @@
  *
  * libtracecmd opens the container (headers, options, instances, compressed
  * sections); the kernel pages it hands out are fed whole to
- * ftrace_parser_parse_pages_to(), so the output is what a live recording of
+ * ftrace_parser_parse_pages(), so the output is what a live recording of
  * the same pages would hold: typed events, dense generic events,
  * compact_sched, lost_events where a page header says so, FtraceErrors for
  * pages that do not parse.

@@ -21,34 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "protos/pbw.h"
+
 struct event;
-struct pbw;
-struct smb_writer;
 struct Perfetto__Protos__DataSourceConfig;
 struct Perfetto__Protos__DataSourceDescriptor;
-
-/*
- * Where an instance writes its TracePackets: one trace writer, one
- * sequence.  begin_packet() always returns a cursor: when no chunk could
- * be had the packet goes to a discard cursor, is counted by the writer and
- * end_packet() returns -ENOSPC (the SMB writer's behaviour; a sink for
- * tests must do the same).
- */
-struct ds_sink {
-	struct pbw *(*begin_packet)(void *userdata);
-	/* Returns: 0, or -ENOSPC if the packet was dropped on the way. */
-	int (*end_packet)(void *userdata);
-	/* Release what was written so that the next commit carries it. */
-	void (*flush)(void *userdata);
-	void *userdata;
-};
-
-/**
- * ds_sink_for_writer - the sink that writes through SMB trace writer @w
- * (not owned): what the producer hands every instance, and what tests use
- * to drive a data source into an SMB of their own.
- */
-struct ds_sink ds_sink_for_writer(struct smb_writer *w);
 
 /* Something one instance tells the other instances of its tracing session. */
 enum ds_notice_kind {
@@ -81,7 +58,7 @@ struct ds_env {
 	void *shared;                 /* the kind's process-wide state (ops->shared_new), or NULL */
 	uint64_t instance_id;         /* DataSourceInstanceID */
 	uint64_t tracing_session_id;  /* TracingSessionID */
-	struct ds_sink sink;
+	struct pbw_sink sink;         /* where its TracePackets go: one writer, one sequence */
 	struct ds_host host;
 };
 

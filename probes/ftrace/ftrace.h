@@ -39,7 +39,7 @@
 #include "event/event.h"
 
 struct ds_ops;
-struct ds_sink;
+struct pbw_sink;
 struct ftrace_pidset;
 struct Perfetto__Protos__FtraceConfig;
 
@@ -123,7 +123,7 @@ struct ftrace_ds_hooks {
  * tracefs; other -errno from tracefs or the state directory.
  */
 int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracing_session_id,
-		    const struct Perfetto__Protos__FtraceConfig *cfg, const struct ds_sink *sink,
+		    const struct Perfetto__Protos__FtraceConfig *cfg, const struct pbw_sink *sink,
 		    const struct ftrace_ds_hooks *hooks, void *userdata, struct ftrace_ds **ret,
 		    char **ret_error);
 

@@ -9,10 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probes/ds/ds.h"
 #include "probes/ftrace/ftrace_parse_internal.h"
 #include "protos/pbw.h"
-#include "smb/smb.h"
 #include "util/util.h"
 
 /* TracePacket / FtraceEventBundle / FtraceEvent field numbers. */
@@ -71,7 +69,7 @@ struct pid_slot {
 /* State of one parse_pages call. */
 struct bundler {
 	struct ftrace_parser *p;
-	const struct ftrace_packet_sink *sink;
+	const struct pbw_sink *sink;
 	struct pbw *w;                  /* open bundle, or NULL */
 	uint32_t cpu;
 	struct ftrace_cpu_state *st;
@@ -83,7 +81,7 @@ struct bundler {
 	size_t page_size;
 	unsigned commit_size;
 	bool open;                      /* between batch_begin and batch_end */
-	struct ftrace_packet_sink sink_store;   /* the batch API's sink */
+	struct pbw_sink sink_store;     /* the batch API's sink */
 	struct pid_slot pid_cache[PID_CACHE_SLOTS];
 	struct pbw scratch;
 	uint8_t scratch_buf[SCRATCH_SIZE];
@@ -92,7 +90,7 @@ struct bundler {
 static void bundle_open(struct bundler *b, bool lost, uint64_t prev_end)
 {
 	struct ftrace_parser *p = b->p;
-	struct pbw *w = b->sink->begin(b->sink->ctx);
+	struct pbw *w = b->sink->begin_packet(b->sink->userdata);
 
 	pbw_begin_nested(w, PACKET_FTRACE_EVENTS);
 	pbw_varint(w, BUNDLE_CPU, b->cpu);
@@ -156,10 +154,10 @@ static void bundle_close(struct bundler *b)
 	b->packets++;
 	if (b->stats) {
 		b->stats->packets++;
-		if (b->sink->end(b->sink->ctx) < 0)
+		if (b->sink->end_packet(b->sink->userdata) < 0)
 			b->stats->packets_dropped++;
 	} else {
-		(void)b->sink->end(b->sink->ctx);
+		(void)b->sink->end_packet(b->sink->userdata);
 	}
 }
 
@@ -723,7 +721,7 @@ static enum ftrace_parse_status parse_payload(struct bundler *b, const uint8_t *
 }
 
 static void batch_init(struct bundler *b, struct ftrace_parser *p, uint32_t cpu, size_t page_size,
-		       const struct ftrace_packet_sink *sink, struct ftrace_cpu_state *st,
+		       const struct pbw_sink *sink, struct ftrace_cpu_state *st,
 		       struct ftrace_pidset *pids, struct ftrace_pass_stats *stats)
 {
 	b->p = p;
@@ -777,17 +775,17 @@ static void batch_page(struct bundler *b, const uint8_t *page)
 		write_error(b, hdr.timestamp, status);
 }
 
-static bool batch_args_ok(const struct ftrace_parser *p, const struct ftrace_packet_sink *sink,
+static bool batch_args_ok(const struct ftrace_parser *p, const struct pbw_sink *sink,
 			  const struct ftrace_cpu_state *st, size_t page_size)
 {
-	return p && sink && sink->begin && sink->end && st && page_size >= 16 &&
+	return p && sink && sink->begin_packet && sink->end_packet && st && page_size >= 16 &&
 	       page_size <= (1u << 27);
 }
 
-int ftrace_parser_parse_pages_to(struct ftrace_parser *p, uint32_t cpu, const uint8_t *pages,
-				 size_t n_pages, size_t page_size,
-				 const struct ftrace_packet_sink *sink, struct ftrace_cpu_state *st,
-				 struct ftrace_pidset *pids, struct ftrace_pass_stats *stats)
+int ftrace_parser_parse_pages(struct ftrace_parser *p, uint32_t cpu, const uint8_t *pages,
+			      size_t n_pages, size_t page_size, const struct pbw_sink *sink,
+			      struct ftrace_cpu_state *st, struct ftrace_pidset *pids,
+			      struct ftrace_pass_stats *stats)
 {
 	struct bundler b;
 
@@ -800,51 +798,20 @@ int ftrace_parser_parse_pages_to(struct ftrace_parser *p, uint32_t cpu, const ui
 	return b.packets;
 }
 
-static struct pbw *smb_sink_begin(void *ctx)
-{
-	return smb_writer_begin_packet(ctx);
-}
-
-static int smb_sink_end(void *ctx)
-{
-	return smb_writer_end_packet(ctx);
-}
-
-int ftrace_parser_parse_pages(struct ftrace_parser *p, uint32_t cpu, const uint8_t *pages,
-			      size_t n_pages, size_t page_size, struct smb_writer *w,
-			      struct ftrace_cpu_state *st, struct ftrace_pidset *pids,
-			      struct ftrace_pass_stats *stats)
-{
-	const struct ftrace_packet_sink sink = {
-		.begin = smb_sink_begin,
-		.end = smb_sink_end,
-		.ctx = w,
-	};
-
-	if (!w)
-		return -EINVAL;
-	return ftrace_parser_parse_pages_to(p, cpu, pages, n_pages, page_size, &sink, st, pids,
-					    stats);
-}
-
 /*
  * The batch API keeps the bundler in the parser, so that the drain loop can
  * parse each page right after read() put it in a one-page buffer that is
  * still in L1, instead of reading a whole batch first.  Same bundles.
  */
 int ftrace_parser_batch_begin(struct ftrace_parser *p, uint32_t cpu, size_t page_size,
-			      const struct ds_sink *sink, struct ftrace_cpu_state *st,
+			      const struct pbw_sink *sink, struct ftrace_cpu_state *st,
 			      struct ftrace_pidset *pids, struct ftrace_pass_stats *stats)
 {
 	struct bundler *b = p ? p->batch : NULL;
 
 	if (!b || !sink || b->open)
 		return -EINVAL;
-	b->sink_store = (struct ftrace_packet_sink){
-		.begin = sink->begin_packet,
-		.end = sink->end_packet,
-		.ctx = sink->userdata,
-	};
+	b->sink_store = *sink;
 	if (!batch_args_ok(p, &b->sink_store, st, page_size))
 		return -EINVAL;
 	batch_init(b, p, cpu, page_size, &b->sink_store, st, pids, stats);

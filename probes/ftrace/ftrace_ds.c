@@ -44,7 +44,7 @@ struct ftrace_ds {
 	size_t n_failed;
 	char *warnings;
 
-	struct ds_sink sink;
+	struct pbw_sink sink;
 	struct ftrace_ds_hooks hooks;
 	void *userdata;
 	struct ftrace_parser *parser;
@@ -303,7 +303,7 @@ static int keep_used_events(struct ftrace_ds *ds)
 }
 
 int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracing_session_id,
-		    const struct Perfetto__Protos__FtraceConfig *cfg, const struct ds_sink *sink,
+		    const struct Perfetto__Protos__FtraceConfig *cfg, const struct pbw_sink *sink,
 		    const struct ftrace_ds_hooks *hooks, void *userdata, struct ftrace_ds **ret, char **ret_error)
 {
 	_cleanup_(ds_freep) struct ftrace_ds *ds = NULL;

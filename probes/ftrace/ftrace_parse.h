@@ -35,9 +35,8 @@
 #include <stdint.h>
 
 struct pbw;
-struct ds_sink;
+struct pbw_sink;
 struct ftrace_pidset;
-struct smb_writer;
 
 /* FtraceParseStatus (protos/perfetto/trace/ftrace/ftrace_stats.proto). */
 enum ftrace_parse_status {
@@ -322,7 +321,8 @@ struct ftrace_pidset;
 /**
  * ftrace_parser_parse_pages - parse @n_pages consecutive pages of
  * @page_size bytes each (as read from per_cpu/cpu@cpu/trace_pipe_raw) and
- * write this session's events as FtraceEventBundle packets through @w.
+ * write this session's events as FtraceEventBundle packets through @sink
+ * (protos/pbw.h: an SMB trace writer's, a file's, a test's plain buffer).
  * Usually one bundle; a new one starts at a page flagged with missed events
  * (that bundle has lost_events=true), when the compact comm table passed 64
  * entries at a page boundary, or when the compact columns are full.  A call
@@ -334,29 +334,9 @@ struct ftrace_pidset;
  * Returns: the number of packets written (>= 0) or -EINVAL.
  */
 int ftrace_parser_parse_pages(struct ftrace_parser *p, uint32_t cpu, const uint8_t *pages,
-			      size_t n_pages, size_t page_size, struct smb_writer *w,
+			      size_t n_pages, size_t page_size, const struct pbw_sink *sink,
 			      struct ftrace_cpu_state *st, struct ftrace_pidset *pids,
 			      struct ftrace_pass_stats *stats);
-
-/*
- * Where bundles go: begin() returns a cursor for a new TracePacket, end()
- * finishes it (0, or -ENOSPC if it was dropped).  ftrace_parser_parse_pages
- * uses an smb_writer; tests and benchmarks can use a plain buffer.
- */
-struct ftrace_packet_sink {
-	struct pbw *(*begin)(void *ctx);
-	int (*end)(void *ctx);
-	void *ctx;
-};
-
-/**
- * ftrace_parser_parse_pages_to - ftrace_parser_parse_pages() writing
- * through @sink instead of an smb_writer.
- */
-int ftrace_parser_parse_pages_to(struct ftrace_parser *p, uint32_t cpu, const uint8_t *pages,
-				 size_t n_pages, size_t page_size,
-				 const struct ftrace_packet_sink *sink, struct ftrace_cpu_state *st,
-				 struct ftrace_pidset *pids, struct ftrace_pass_stats *stats);
 
 /**
  * ftrace_parser_batch_begin - ftrace_parser_parse_pages() one page at a
@@ -364,11 +344,11 @@ int ftrace_parser_parse_pages_to(struct ftrace_parser *p, uint32_t cpu, const ui
  * (the page need not outlive the call), then ftrace_parser_batch_end().
  * The packets are exactly those of one ftrace_parser_parse_pages() call
  * over the same pages, written through @sink (copied; the data source's
- * packet sink, see probes/ds/ds.h).  One batch per parser at a time.
+ * packet sink).  One batch per parser at a time.
  * Returns: 0, or -EINVAL (bad arguments, or a batch already open).
  */
 int ftrace_parser_batch_begin(struct ftrace_parser *p, uint32_t cpu, size_t page_size,
-			      const struct ds_sink *sink, struct ftrace_cpu_state *st,
+			      const struct pbw_sink *sink, struct ftrace_cpu_state *st,
 			      struct ftrace_pidset *pids, struct ftrace_pass_stats *stats);
 
 /** ftrace_parser_batch_page - parse one page of @page_size bytes into the open batch. */

@@ -33,7 +33,7 @@
 #include "event/event.h"
 
 struct ds_ops;
-struct ds_sink;
+struct pbw_sink;
 struct Perfetto__Protos__ProcessStatsConfig;
 
 struct procfs_ds;
@@ -78,7 +78,7 @@ struct procfs_ds_stats {
  * Returns: 0, -EINVAL, -ENOMEM.
  */
 int procfs_ds_setup(struct event *e, uint64_t instance_id, uint64_t tracing_session_id,
-		    const struct Perfetto__Protos__ProcessStatsConfig *cfg, const struct ds_sink *sink,
+		    const struct Perfetto__Protos__ProcessStatsConfig *cfg, const struct pbw_sink *sink,
 		    struct procfs_ds **ret);
 
 /**

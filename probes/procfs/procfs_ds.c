@@ -46,7 +46,7 @@ static void apply_config(struct procfs_ds *ds, const Perfetto__Protos__ProcessSt
 }
 
 int procfs_ds_setup(struct event *e, uint64_t instance_id, uint64_t tracing_session_id,
-		    const Perfetto__Protos__ProcessStatsConfig *cfg, const struct ds_sink *sink,
+		    const Perfetto__Protos__ProcessStatsConfig *cfg, const struct pbw_sink *sink,
 		    struct procfs_ds **ret)
 {
 	struct procfs_ds *ds;

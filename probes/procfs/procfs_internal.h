@@ -289,7 +289,7 @@ struct procfs_ds {
 	uint64_t instance_id;
 	uint64_t tracing_session_id;
 
-	struct ds_sink sink;
+	struct pbw_sink sink;
 
 	/* config */
 	bool scan_on_start;

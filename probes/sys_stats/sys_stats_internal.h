@@ -192,7 +192,7 @@ enum ss_gpu_kind {
 struct sys_stats {
 	struct event *event;
 	struct event_source *timer;
-	struct ds_sink sink;
+	struct pbw_sink sink;
 	struct ds_host host;
 	uint64_t instance_id;
 	uint64_t tracing_session_id;

@@ -26,7 +26,7 @@
 #define SI_FREQS_MAX 512
 
 struct system_info {
-	struct ds_sink sink;
+	struct pbw_sink sink;
 	int proc_fd, sys_fd;
 	bool irq_names;
 	bool started;

@@ -80,11 +80,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s.buf = out;
 	s.cap = OUT_SIZE;
 	pbw_init(&s.w, out, OUT_SIZE, NULL, NULL);
-	s.sink = (struct ftrace_packet_sink){ .begin = fx_sink_begin, .end = fx_sink_end, .ctx = &s };
+	s.sink = (struct pbw_sink){ .begin_packet = fx_sink_begin, .end_packet = fx_sink_end,
+				    .userdata = &s };
 
 	ftrace_pidset_clear(pids);
-	n = ftrace_parser_parse_pages_to(p, 0, pages, n_pages, FX_PAGE_SIZE, &s.sink, &st, pids,
-					 &stats);
+	n = ftrace_parser_parse_pages(p, 0, pages, n_pages, FX_PAGE_SIZE, &s.sink, &st, pids,
+				      &stats);
 	if (n < 0 || stats.pages != n_pages)
 		abort();
 	if (!pbw_overflowed(&s.w)) {
