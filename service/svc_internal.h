@@ -471,6 +471,9 @@ void svc_session_on_flush_ack(struct svc *s, struct svc_producer *p, uint64_t fl
 void svc_session_abort_all(struct svc *s);
 
 /* ---- svc_port.c -------------------------------------------------------- */
+/* The ProducerPort method names, in declaration order (ids: index + 1). */
+extern const char *const svc_port_methods[];
+extern const size_t svc_port_n_methods;
 /* Dispatch one ProducerPort call (@method_id: 1-based, declaration order).
  * Returns < 0 for undecodable arguments (the host then rejects the call). */
 int svc_port_call(struct svc_producer *p, uint32_t method_id, const uint8_t *args, size_t len,
