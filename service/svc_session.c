@@ -50,11 +50,11 @@ static int rearm(struct event_source *es, uint64_t ms)
 }
 
 /* traced aligns periodic tasks to multiples of the period on the wall clock. */
-static uint64_t aligned_delay_ms(uint32_t period_ms)
+static int arm_periodic(struct svc_session *ss, struct event_source **src, uint32_t period_ms,
+			event_time_handler_t cb)
 {
-	uint64_t wall_ms = now_ns(CLOCK_REALTIME) / 1000000;
-
-	return period_ms - wall_ms % period_ms;
+	*src = event_source_disable_unref(*src);
+	return event_add_periodic(ss->svc->event, src, period_ms, /* first_now= */ false, cb, ss);
 }
 
 static void *copy_message(const ProtobufCMessage *m)
@@ -771,8 +771,7 @@ static int on_flush_period(struct event_source *es, uint64_t usec, void *userdat
 
 	(void)usec;
 	if (ss->state != SVC_SESSION_STARTED)
-		return 0;
-	(void)rearm(es, aligned_delay_ms(ss->flush_period_ms));
+		return event_source_set_enabled(es, EVENT_OFF);
 	(void)flush_start(ss, SVC_FLUSH_REASON_PERIODIC | SVC_FLUSH_INITIATOR_TRACED, false, NULL, NULL);
 	return 0;
 }
@@ -783,8 +782,7 @@ static int on_clear_period(struct event_source *es, uint64_t usec, void *userdat
 
 	(void)usec;
 	if (ss->state != SVC_SESSION_STARTED)
-		return 0;
-	(void)rearm(es, aligned_delay_ms(ss->clear_period_ms));
+		return event_source_set_enabled(es, EVENT_OFF);
 	for (struct svc_ds_inst *i = ss->insts_head; i;) {
 		Perfetto__Protos__GetAsyncCommandResponse cmd = PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__INIT;
 		Perfetto__Protos__GetAsyncCommandResponse__ClearIncrementalState cl =
@@ -1038,12 +1036,12 @@ int svc_session_start(struct svc *s, const Perfetto__Protos__TraceConfig *cfg, i
 			return r;
 	}
 	if (ss->flush_period_ms) {
-		r = arm_timer(ss, &ss->flush_period_timer, aligned_delay_ms(ss->flush_period_ms), on_flush_period, ss);
+		r = arm_periodic(ss, &ss->flush_period_timer, ss->flush_period_ms, on_flush_period);
 		if (r < 0)
 			return r;
 	}
 	if (ss->clear_period_ms) {
-		r = arm_timer(ss, &ss->clear_timer, aligned_delay_ms(ss->clear_period_ms), on_clear_period, ss);
+		r = arm_periodic(ss, &ss->clear_timer, ss->clear_period_ms, on_clear_period);
 		if (r < 0)
 			return r;
 	}
