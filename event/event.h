@@ -110,6 +110,38 @@ int event_add_time_relative(struct event *e, struct event_source **ret, clockid_
 			    void *userdata);
 
 /**
+ * event_add_periodic() - a timer that fires on every multiple of
+ * @period_ms on the wall clock (CLOCK_REALTIME), as Perfetto aligns its
+ * polls: data sources with the same period tick together, and a trace
+ * shows its samples at round times.  The loop re-arms the source to the
+ * next multiple before it calls @cb, so a slow handler does not shift the
+ * next tick; @cb may still move it with event_source_set_time() (e.g. to
+ * go again at once).  The source is EVENT_ON.
+ * @e: the loop.
+ * @ret: the source, or NULL for one the loop owns.
+ * @period_ms: the period, > 0.
+ * @first_now: true: the first dispatch is on the next iteration (a posted
+ *	task); false: at the first multiple.
+ * @cb: called with the deadline that fired.
+ * @userdata: passed to @cb.
+ *
+ * Return: 0 or -errno.
+ */
+int event_add_periodic(struct event *e, struct event_source **ret, uint32_t period_ms,
+		       bool first_now, event_time_handler_t cb, void *userdata);
+
+/**
+ * event_next_aligned_usec() - the next multiple of @period_ms on the wall
+ * clock, as a CLOCK_MONOTONIC deadline in µs (what event_add_periodic()
+ * arms).  Wall-clock milliseconds: the deadline is within 1 ms after the
+ * multiple.
+ * @period_ms: the period, > 0.
+ *
+ * Return: the deadline.
+ */
+uint64_t event_next_aligned_usec(uint32_t period_ms);
+
+/**
  * event_add_signal() - deliver @sig through a signalfd.  The signal must be
  * blocked in the calling thread (-EBUSY otherwise), and one source per
  * signal per loop (-EBUSY).
@@ -202,6 +234,15 @@ int event_source_set_time(struct event_source *s, uint64_t usec);
  * Return: 0 or -EINVAL.
  */
 int event_source_set_time_relative(struct event_source *s, uint64_t usec);
+
+/**
+ * event_source_set_period() - a periodic timer's new period; its next
+ * deadline is the next multiple of it (a pending dispatch is cancelled).
+ * A plain timer becomes periodic.
+ *
+ * Return: 0 or -EINVAL when @s is not a timer or @period_ms is 0.
+ */
+int event_source_set_period(struct event_source *s, uint32_t period_ms);
 
 /**
  * event_source_set_io_events() - the events an io source waits for.

@@ -43,6 +43,7 @@ struct event_source {
 		struct {
 			event_time_handler_t cb;
 			uint64_t usec;
+			uint32_t period_ms;     /* periodic: re-armed before each dispatch; 0: not */
 		} time;
 		struct {
 			event_signal_handler_t cb;

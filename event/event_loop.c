@@ -119,11 +119,18 @@ static int wait_events(struct event *e, uint64_t timeout_usec)
 static int dispatch(struct event_source *s)
 {
 	uint32_t revents = 0;
+	uint64_t usec = 0;
 	int r;
 
 	if (s->type == EVENT_SOURCE_IO) {
 		revents = s->io.revents;
 		s->io.revents = 0;
+	}
+	if (s->type == EVENT_SOURCE_TIME) {
+		usec = s->time.usec;
+		/* Re-armed before the handler, so a slow one does not shift the next tick. */
+		if (s->time.period_ms)
+			s->time.usec = event_next_aligned_usec(s->time.period_ms);
 	}
 	if (s->enabled == EVENT_ONESHOT)
 		(void)event_source_set_enabled(s, EVENT_OFF);
@@ -133,7 +140,7 @@ static int dispatch(struct event_source *s)
 		r = s->io.cb(s, s->io.fd, revents, s->userdata);
 		break;
 	case EVENT_SOURCE_TIME:
-		r = s->time.cb(s, s->time.usec, s->userdata);
+		r = s->time.cb(s, usec, s->userdata);
 		break;
 	case EVENT_SOURCE_SIGNAL:
 		r = s->signal.cb(s, &s->signal.info, s->userdata);

@@ -71,6 +71,31 @@ int event_add_time_relative(struct event *e, struct event_source **ret, clockid_
 			      accuracy, cb, userdata);
 }
 
+uint64_t event_next_aligned_usec(uint32_t period_ms)
+{
+	uint64_t wall_ms = now_ns(CLOCK_REALTIME) / 1000000u;
+	uint64_t delay_ms = period_ms ? period_ms - wall_ms % period_ms : 0;
+
+	return event_now_usec() + delay_ms * 1000u;
+}
+
+int event_add_periodic(struct event *e, struct event_source **ret, uint32_t period_ms,
+		       bool first_now, event_time_handler_t cb, void *userdata)
+{
+	struct event_source *s;
+	int r;
+
+	if (!cb || period_ms == 0)
+		return -EINVAL;
+	r = event_source_link(e, ret, EVENT_SOURCE_TIME, userdata, &s);
+	if (r < 0)
+		return r;
+	s->time.cb = cb;
+	s->time.usec = first_now ? event_now_usec() : event_next_aligned_usec(period_ms);
+	s->time.period_ms = period_ms;
+	return finish_new(s, ret, EVENT_ON);
+}
+
 int event_add_signal(struct event *e, struct event_source **ret, int sig, event_signal_handler_t cb,
 		     void *userdata)
 {
@@ -128,6 +153,16 @@ int event_source_set_time_relative(struct event_source *s, uint64_t usec)
 	uint64_t now = event_now_usec();
 
 	return event_source_set_time(s, usec > UINT64_MAX - now ? UINT64_MAX : now + usec);
+}
+
+int event_source_set_period(struct event_source *s, uint32_t period_ms)
+{
+	if (!s || s->type != EVENT_SOURCE_TIME || period_ms == 0)
+		return -EINVAL;
+	event_pending_remove(s->e, s);
+	s->time.period_ms = period_ms;
+	s->time.usec = event_next_aligned_usec(period_ms);
+	return 0;
 }
 
 int event_source_set_io_events(struct event_source *s, uint32_t events)

@@ -299,48 +299,42 @@ static void on_bind(struct ipc_client *c, int error, uint32_t service_id, void *
 		producer_fail(p, r);
 }
 
-static int producer_start(struct producer *p, struct ipc_client *c)
-{
-	int r;
-
-	p->client = c;
-	ipc_client_set_disconnect_callback(c, on_disconnect, p);
-	r = ipc_client_attach_event(c, p->event);
-	if (r < 0)
-		return r;
-	return ipc_client_bind_service(c, "ProducerPort", on_bind, p, NULL);
-}
-
-int producer_connect(struct producer *p, const char *address)
-{
-	struct ipc_client *c = NULL;
-	int r;
-
-	if (p->client)
-		return -EALREADY;
-	r = ipc_client_new(address, &c);
-	if (r < 0)
-		return r;
-	r = producer_start(p, c);
-	if (r < 0)
-		p->client = ipc_client_free(p->client);
-	return r;
-}
-
-int producer_adopt_fd(struct producer *p, int fd)
+/*
+ * The one connect path: a client from @address, or over @fd when @address
+ * is NULL (the fd is ours from here on, also on failure), then the
+ * handshake.  On failure nothing is left behind and producer_connect() may
+ * be tried again.
+ */
+static int producer_open(struct producer *p, const char *address, int fd)
 {
 	struct ipc_client *c = NULL;
 	int r;
 
 	if (p->client) {
-		(void)close(fd);
+		closep(&fd);
 		return -EALREADY;
 	}
-	r = ipc_client_new_from_fd(fd, &c);
+	r = address ? ipc_client_new(address, &c) : ipc_client_new_from_fd(fd, &c);
 	if (r < 0)
 		return r;
-	r = producer_start(p, c);
+	p->client = c;
+	ipc_client_set_disconnect_callback(c, on_disconnect, p);
+	r = ipc_client_attach_event(c, p->event);
+	if (r >= 0)
+		r = ipc_client_bind_service(c, "ProducerPort", on_bind, p, NULL);
 	if (r < 0)
 		p->client = ipc_client_free(p->client);
 	return r;
+}
+
+int producer_connect(struct producer *p, const char *address)
+{
+	if (!address)
+		return -EINVAL;
+	return producer_open(p, address, -EBADF);
+}
+
+int producer_adopt_fd(struct producer *p, int fd)
+{
+	return producer_open(p, NULL, fd);
 }

@@ -76,44 +76,20 @@ int recorder_parse_size_kb(const char *s, uint32_t *ret)
 /* Event names from the command line go into a quoted pbtxt string. */
 static bool event_name_ok(const char *e)
 {
-	size_t n = strlen(e);
-
-	if (n == 0 || n > 256)
-		return false;
-	for (const char *c = e; *c; c++)
-		if (!(*c == '_' || *c == '/' || *c == '*' || (*c >= 'a' && *c <= 'z') ||
-		      (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
-			return false;
-	return true;
+	return name_valid(e, 256, NAME_SLASH | NAME_STAR);
 }
 
 /* tracefs instance names: the checks proper happen in probes/ftrace; here only
  * what could break out of the quoted string */
 static bool instance_name_ok(const char *n)
 {
-	size_t len = strlen(n);
-
-	if (len == 0 || len > 255)
-		return false;
-	for (const char *c = n; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-		      *c == '_' || *c == '-' || *c == '.'))
-			return false;
-	return strcmp(n, ".") != 0 && strcmp(n, "..") != 0;
+	return name_valid(n, 255, NAME_DASH | NAME_DOT | NAME_NOT_DOTS);
 }
 
 /* atrace category names: the same character set Perfetto's table uses */
 static bool category_name_ok(const char *c)
 {
-	size_t n = strlen(c);
-
-	if (n == 0 || n > 64)
-		return false;
-	for (; *c; c++)
-		if (!(*c == '_' || *c == '-' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-		      (*c >= '0' && *c <= '9')))
-			return false;
-	return true;
+	return name_valid(c, 64, NAME_DASH);
 }
 
 static const struct {

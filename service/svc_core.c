@@ -12,22 +12,6 @@
 #include "service/svc_internal.h"
 #include "util/util.h"
 
-/* ProducerPort methods in v58.2 declaration order: ids are index + 1. */
-static const char *const producer_port_methods[] = {
-	"InitializeConnection",
-	"RegisterDataSource",
-	"UnregisterDataSource",
-	"CommitData",
-	"GetAsyncCommand",
-	"RegisterTraceWriter",
-	"UnregisterTraceWriter",
-	"NotifyDataSourceStarted",
-	"NotifyDataSourceStopped",
-	"ActivateTriggers",
-	"Sync",
-	"UpdateDataSource",
-};
-
 static void on_connect(struct ipc_conn *conn, void *userdata)
 {
 	struct svc *s = userdata;
@@ -62,7 +46,7 @@ static int on_invoke(struct ipc_conn *conn, uint32_t method_id, const uint8_t *a
 
 	(void)userdata;
 	/* Returning < 0 makes the host reject the call and release @reply. */
-	if (!p || method_id == 0 || method_id > ARRAY_SIZE(producer_port_methods))
+	if (!p || method_id == 0 || method_id > svc_port_n_methods)
 		return -EINVAL;
 	return svc_port_call(p, method_id, args, len, reply);
 }
@@ -107,8 +91,8 @@ int svc_new(struct event *e, const struct svc_options *o, struct svc **ret)
 	r = ipc_host_new(&s->host);
 	if (r < 0)
 		return r;
-	r = ipc_host_register_service(s->host, "ProducerPort", producer_port_methods,
-				      ARRAY_SIZE(producer_port_methods), on_invoke, on_disconnect, s, NULL);
+	r = ipc_host_register_service(s->host, "ProducerPort", svc_port_methods,
+				      svc_port_n_methods, on_invoke, on_disconnect, s, NULL);
 	if (r < 0)
 		return r;
 	ipc_host_set_connect_callback(s->host, on_connect, s);

@@ -352,7 +352,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct svc_session *, svc_session_free);
  *   svc_packets.c   the service's own packets (sequence 1)
  *   svc_producer.c  one connection: command queue, SMB and reader, read pass
  *   svc_commit.c    CommitData: chunks moved into the reader, patches
- *   svc_session.c   sessions: start, data source instances, flushes, stop
+ *   svc_session_disable.c  the end of a session: stop commands, the file finished
+ *   svc_session_ds.c       data source instances: setup, start, producers' reports
+ *   svc_session_flush.c    flushes: commands, acks, timeouts, completion
+ *   svc_session.c   sessions: start, stop, periodic tasks, free
  *   svc_port.c      the ProducerPort methods, data source registry, disconnects
  *   svc_core.c      the service object: IPC host, the send turn, queries
  * Where a lower file must reach up it goes through a handler the upper one
@@ -460,17 +463,100 @@ void svc_producer_read(struct svc_producer *p, bool final);
 /* Move and patch the chunks of one CommitData (the reader must exist). */
 void svc_commit_apply(struct svc_producer *p, const Perfetto__Protos__CommitDataRequest *req);
 
-/* ---- svc_session.c ----------------------------------------------------- */
+/* ---- what the svc_session*.c files share ------------------------------- */
+/* (Re)arm *@src as a one-shot timer @ms from now. */
+static inline int svc_session_arm_timer(struct svc_session *ss, struct event_source **src, uint64_t ms,
+					event_time_handler_t cb, void *userdata)
+{
+	*src = event_source_disable_unref(*src);
+	return event_add_time_relative(ss->svc->event, src, CLOCK_MONOTONIC, ms * 1000, 1000, cb,
+				       userdata);
+}
+
+/* A deep copy of @m (through its wire form), or NULL when out of memory. */
+static inline void *svc_copy_message(const ProtobufCMessage *m)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len = protobuf_c_message_get_packed_size(m);
+
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return NULL;
+	protobuf_c_message_pack(m, buf);
+	return protobuf_c_message_unpack(m->descriptor, NULL, len, buf);
+}
+
+/* A TracingServiceEvent now, pushed out at once. */
+static inline void svc_session_write_event(struct svc_session *ss, uint32_t field, bool snapshot_clocks)
+{
+	/* Clocks first, so the snapshot covers the event's timestamp. */
+	if (snapshot_clocks)
+		(void)svc_packets_clock_snapshot(ss);
+	(void)svc_packets_event(ss, field, svc_now_boot_ns());
+	svc_output_flush(ss);
+}
+
+/* Queue a command without the SMB fd; a failure is the connection's. */
+static inline int svc_session_send(struct svc_producer *p, Perfetto__Protos__GetAsyncCommandResponse *cmd)
+{
+	int r = svc_producer_send_command(p, cmd, false);
+
+	if (r < 0)
+		log_debug_errno(r, "service: queueing a command for producer %u failed: %m", p->id);
+	return r;
+}
+
+/* ---- svc_session_disable.c: the end of a session ----------------------- */
+/* traced's DisableTracing: stop every instance, finish at once when none
+ * has to ack (or @immediately), else after the acks or the stop timeout. */
+void svc_session_disable(struct svc_session *ss, bool immediately);
+/* StopDataSource to @inst (STOPPING when it will ack, else STOPPED). */
+void svc_session_disable_ds(struct svc_ds_inst *inst, bool immediately);
+/* @inst is stopped; the last one of a disabling session finishes it. */
+void svc_session_disable_ds_done(struct svc_session *ss, struct svc_ds_inst *inst);
+/* traced's DisableTracingNotifyConsumerAndFlushFile, plus the final read. */
+void svc_session_disable_finish(struct svc_session *ss);
+/* The final flush of a stop completed (@ok: acked): disable. */
+void svc_session_disable_after_flush(struct svc_session *ss, bool ok);
+void svc_session_disable_timers(struct svc_session *ss);
+/* Give the session's buffer ids back and take them from the producers. */
+void svc_session_disable_buffers(struct svc_session *ss);
+
+/* ---- svc_session_ds.c: data source instances --------------------------- */
+/* The index into @cfg's buffers that @dc writes to: 0 or -errno. */
+int svc_session_ds_target_buffer(const Perfetto__Protos__TraceConfig *cfg,
+				 const Perfetto__Protos__DataSourceConfig *dc, uint32_t *ret);
+/* A new instance of @reg for @cds in @ss, SetupDataSource sent.  Returns
+ * it, or NULL when the filters do not match or on failure. */
+struct svc_ds_inst *svc_session_ds_setup(struct svc_session *ss,
+					 const Perfetto__Protos__TraceConfig__DataSource *cds,
+					 struct svc_ds_reg *reg);
+void svc_session_ds_start(struct svc_session *ss, struct svc_ds_inst *inst);
+/* all_data_sources_started, once, when every instance is started. */
+void svc_session_ds_all_started(struct svc_session *ss);
+struct svc_ds_inst *svc_session_ds_free(struct svc_ds_inst *i);
 /* A producer registered @reg: set it up (and start it) in running sessions. */
 void svc_session_on_register(struct svc *s, struct svc_ds_reg *reg);
 /* @reg goes away (unregister or disconnect): stop and forget its instances. */
 void svc_session_on_unregister(struct svc *s, struct svc_ds_reg *reg);
 void svc_session_on_ds_started(struct svc *s, struct svc_producer *p, uint64_t inst_id);
 void svc_session_on_ds_stopped(struct svc *s, struct svc_producer *p, uint64_t inst_id);
+
+/* ---- svc_session_flush.c: flushes -------------------------------------- */
+/* Send Flush to every producer with instances (@final: the flush of a
+ * stop).  Returns 0, -EBUSY, -ESHUTDOWN or -ENOMEM. */
+int svc_session_flush_start(struct svc_session *ss, uint64_t flags, bool final,
+			    void (*cb)(struct svc_session *, bool, void *), void *userdata);
+struct svc_flush *svc_session_flush_free(struct svc_flush *f);
 void svc_session_on_flush_ack(struct svc *s, struct svc_producer *p, uint64_t flush_id);
+
+/* ---- svc_session.c ----------------------------------------------------- */
 void svc_session_abort_all(struct svc *s);
 
 /* ---- svc_port.c -------------------------------------------------------- */
+/* The ProducerPort method names, in declaration order (ids: index + 1). */
+extern const char *const svc_port_methods[];
+extern const size_t svc_port_n_methods;
 /* Dispatch one ProducerPort call (@method_id: 1-based, declaration order).
  * Returns < 0 for undecodable arguments (the host then rejects the call). */
 int svc_port_call(struct svc_producer *p, uint32_t method_id, const uint8_t *args, size_t len,

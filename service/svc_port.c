@@ -18,21 +18,6 @@
 #include "service/svc_internal.h"
 #include "util/util.h"
 
-enum {
-	M_INITIALIZE_CONNECTION = 1,
-	M_REGISTER_DATA_SOURCE,
-	M_UNREGISTER_DATA_SOURCE,
-	M_COMMIT_DATA,
-	M_GET_ASYNC_COMMAND,
-	M_REGISTER_TRACE_WRITER,
-	M_UNREGISTER_TRACE_WRITER,
-	M_NOTIFY_DATA_SOURCE_STARTED,
-	M_NOTIFY_DATA_SOURCE_STOPPED,
-	M_ACTIVATE_TRIGGERS,
-	M_SYNC,
-	M_UPDATE_DATA_SOURCE,
-};
-
 static struct svc_producer *producer_by_id(const struct svc *s, uint16_t id)
 {
 	for (struct svc_producer *p = s->producers_head; p; p = p->producers_next)
@@ -93,31 +78,30 @@ void svc_port_disconnected(struct svc_producer *p)
 	}
 }
 
-#define UNPACK(type, args, len) perfetto__protos__##type##__unpack(NULL, (len), (args))
-
-static int initialize_connection(struct svc_producer *p, const uint8_t *args, size_t len,
-				 struct ipc_reply *reply)
+/*
+ * The handlers below get the request already decoded by svc_port_call()
+ * (undecodable arguments never reach them) and freed after they return;
+ * each one answers or hands @reply on.
+ */
+static void initialize_connection(struct svc_producer *p, const ProtobufCMessage *m,
+				  struct ipc_reply *reply)
 {
+	const Perfetto__Protos__InitializeConnectionRequest *req = (const void *)m;
 	struct svc *s = p->svc;
-	Perfetto__Protos__InitializeConnectionRequest *req;
 	Perfetto__Protos__InitializeConnectionResponse resp =
 		PERFETTO__PROTOS__INITIALIZE_CONNECTION_RESPONSE__INIT;
 	uint8_t buf[16];
 	size_t n;
 	int fd;
 
-	req = UNPACK(initialize_connection_request, args, len);
-	if (!req)
-		return -EBADMSG;
 	/* A producer-provided SMB is never adopted: the service creates its
 	 * own, which traced also does when the offered one does not fit. */
 	fd = ipc_conn_take_fd(p->conn);
 	closep(&fd);
 
 	if (p->initialized || s->n_producers >= s->opts.max_producers) {
-		perfetto__protos__initialize_connection_request__free_unpacked(req, NULL);
 		(void)ipc_reply_reject(reply);
-		return 0;
+		return;
 	}
 	do
 		s->last_producer_id++;
@@ -127,10 +111,9 @@ static int initialize_connection(struct svc_producer *p, const uint8_t *args, si
 	p->sdk_version = req->sdk_version ? strdup(req->sdk_version) : NULL;
 	p->shm_size_hint = req->shared_memory_size_hint_bytes;
 	p->page_size_hint = req->shared_memory_page_size_hint_bytes;
-	perfetto__protos__initialize_connection_request__free_unpacked(req, NULL);
 	if (!p->name) {
 		(void)ipc_reply_reject(reply);
-		return 0;
+		return;
 	}
 	p->initialized = true;
 	s->n_producers++;
@@ -144,21 +127,16 @@ static int initialize_connection(struct svc_producer *p, const uint8_t *args, si
 	n = perfetto__protos__initialize_connection_response__pack(&resp, buf);
 	(void)ipc_reply_send(reply, buf, n, /* has_more= */ false, -EBADF);
 	notify_producer_hook(s);
-	return 0;
 }
 
-static int register_data_source(struct svc_producer *p, const uint8_t *args, size_t len,
-				struct ipc_reply *reply)
+static void register_data_source(struct svc_producer *p, const ProtobufCMessage *m,
+				 struct ipc_reply *reply)
 {
+	const Perfetto__Protos__RegisterDataSourceRequest *req = (const void *)m;
+	const Perfetto__Protos__DataSourceDescriptor *d = req->data_source_descriptor;
 	struct svc *s = p->svc;
-	Perfetto__Protos__RegisterDataSourceRequest *req;
-	const Perfetto__Protos__DataSourceDescriptor *d;
 	struct svc_ds_reg *reg = NULL;
 
-	req = UNPACK(register_data_source_request, args, len);
-	if (!req)
-		return -EBADMSG;
-	d = req->data_source_descriptor;
 	if (!d || !d->name || !*d->name)
 		goto out; /* traced ignores it, and still answers */
 	if (p->n_regs >= SVC_MAX_DS_PER_PRODUCER)
@@ -182,24 +160,19 @@ static int register_data_source(struct svc_producer *p, const uint8_t *args, siz
 	s->n_regs++;
 	p->n_regs++;
 out:
-	perfetto__protos__register_data_source_request__free_unpacked(req, NULL);
 	reply_empty(reply);
 	if (reg) {
 		svc_session_on_register(s, reg);
 		notify_producer_hook(s);
 	}
-	return 0;
 }
 
-static int update_data_source(struct svc_producer *p, const uint8_t *args, size_t len, struct ipc_reply *reply)
+static void update_data_source(struct svc_producer *p, const ProtobufCMessage *m,
+			       struct ipc_reply *reply)
 {
-	Perfetto__Protos__UpdateDataSourceRequest *req;
-	const Perfetto__Protos__DataSourceDescriptor *d;
+	const Perfetto__Protos__UpdateDataSourceRequest *req = (const void *)m;
+	const Perfetto__Protos__DataSourceDescriptor *d = req->data_source_descriptor;
 
-	req = UNPACK(update_data_source_request, args, len);
-	if (!req)
-		return -EBADMSG;
-	d = req->data_source_descriptor;
 	/* Only (name, non-zero id) of this producer can be updated. */
 	if (d && d->name && d->id)
 		for (struct svc_ds_reg *r = p->svc->regs_head; r; r = r->regs_next)
@@ -210,20 +183,15 @@ static int update_data_source(struct svc_producer *p, const uint8_t *args, size_
 				r->no_flush = d->no_flush;
 				break;
 			}
-	perfetto__protos__update_data_source_request__free_unpacked(req, NULL);
 	reply_empty(reply);
-	return 0;
 }
 
-static int unregister_data_source(struct svc_producer *p, const uint8_t *args, size_t len,
-				  struct ipc_reply *reply)
+static void unregister_data_source(struct svc_producer *p, const ProtobufCMessage *m,
+				   struct ipc_reply *reply)
 {
+	const Perfetto__Protos__UnregisterDataSourceRequest *req = (const void *)m;
 	struct svc *s = p->svc;
-	Perfetto__Protos__UnregisterDataSourceRequest *req;
 
-	req = UNPACK(unregister_data_source_request, args, len);
-	if (!req)
-		return -EBADMSG;
 	for (struct svc_ds_reg *r = s->regs_head; r; r = r->regs_next)
 		if (r->producer == p && req->data_source_name && streq(r->name, req->data_source_name)) {
 			svc_session_on_unregister(s, r);
@@ -231,134 +199,91 @@ static int unregister_data_source(struct svc_producer *p, const uint8_t *args, s
 			notify_producer_hook(s);
 			break;
 		}
-	perfetto__protos__unregister_data_source_request__free_unpacked(req, NULL);
 	reply_empty(reply);
-	return 0;
 }
 
-static int register_trace_writer(struct svc_producer *p, const uint8_t *args, size_t len,
-				 struct ipc_reply *reply)
+static void register_trace_writer(struct svc_producer *p, const ProtobufCMessage *m,
+				  struct ipc_reply *reply)
 {
-	Perfetto__Protos__RegisterTraceWriterRequest *req;
+	const Perfetto__Protos__RegisterTraceWriterRequest *req = (const void *)m;
 	uint16_t id;
 
-	req = UNPACK(register_trace_writer_request, args, len);
-	if (!req)
-		return -EBADMSG;
 	/* traced keeps (WriterID) and (BufferID) casts of whatever it got. */
 	id = (uint16_t)req->trace_writer_id;
 	if (!p->writers)
 		p->writers = calloc(UINT16_MAX + 1u, sizeof(*p->writers));
 	if (p->writers)
 		p->writers[id] = SVC_WRITER_REGISTERED | (uint16_t)req->target_buffer;
-	perfetto__protos__register_trace_writer_request__free_unpacked(req, NULL);
 	reply_empty(reply);
-	return 0;
 }
 
-static int unregister_trace_writer(struct svc_producer *p, const uint8_t *args, size_t len,
-				   struct ipc_reply *reply)
+static void unregister_trace_writer(struct svc_producer *p, const ProtobufCMessage *m,
+				    struct ipc_reply *reply)
 {
-	Perfetto__Protos__UnregisterTraceWriterRequest *req;
+	const Perfetto__Protos__UnregisterTraceWriterRequest *req = (const void *)m;
 
-	req = UNPACK(unregister_trace_writer_request, args, len);
-	if (!req)
-		return -EBADMSG;
 	if (p->writers)
 		p->writers[(uint16_t)req->trace_writer_id] = 0;
-	perfetto__protos__unregister_trace_writer_request__free_unpacked(req, NULL);
 	reply_empty(reply);
-	return 0;
 }
 
-static int notify_ds(struct svc_producer *p, bool started, const uint8_t *args, size_t len,
-		     struct ipc_reply *reply)
+static void notify_ds_started(struct svc_producer *p, const ProtobufCMessage *m,
+			      struct ipc_reply *reply)
 {
-	uint64_t id;
+	const Perfetto__Protos__NotifyDataSourceStartedRequest *req = (const void *)m;
 
-	if (started) {
-		Perfetto__Protos__NotifyDataSourceStartedRequest *req =
-			UNPACK(notify_data_source_started_request, args, len);
-
-		if (!req)
-			return -EBADMSG;
-		id = req->data_source_id;
-		perfetto__protos__notify_data_source_started_request__free_unpacked(req, NULL);
-	} else {
-		Perfetto__Protos__NotifyDataSourceStoppedRequest *req =
-			UNPACK(notify_data_source_stopped_request, args, len);
-
-		if (!req)
-			return -EBADMSG;
-		id = req->data_source_id;
-		perfetto__protos__notify_data_source_stopped_request__free_unpacked(req, NULL);
-	}
 	reply_empty(reply);
-	if (started)
-		svc_session_on_ds_started(p->svc, p, id);
-	else
-		svc_session_on_ds_stopped(p->svc, p, id);
-	return 0;
+	svc_session_on_ds_started(p->svc, p, req->data_source_id);
 }
 
-static int activate_triggers(struct svc_producer *p, const uint8_t *args, size_t len, struct ipc_reply *reply)
+static void notify_ds_stopped(struct svc_producer *p, const ProtobufCMessage *m,
+			      struct ipc_reply *reply)
 {
-	Perfetto__Protos__ActivateTriggersRequest *req;
+	const Perfetto__Protos__NotifyDataSourceStoppedRequest *req = (const void *)m;
 
+	reply_empty(reply);
+	svc_session_on_ds_stopped(p->svc, p, req->data_source_id);
+}
+
+static void activate_triggers(struct svc_producer *p, const ProtobufCMessage *m,
+			      struct ipc_reply *reply)
+{
 	(void)p;
-	req = UNPACK(activate_triggers_request, args, len);
-	if (!req)
-		return -EBADMSG;
+	(void)m;
 	/* No session here uses trigger_config: triggers match nothing. */
-	perfetto__protos__activate_triggers_request__free_unpacked(req, NULL);
 	reply_empty(reply);
-	return 0;
 }
 
-static int get_async_command(struct svc_producer *p, const uint8_t *args, size_t len, struct ipc_reply *reply)
+static void get_async_command(struct svc_producer *p, const ProtobufCMessage *m,
+			      struct ipc_reply *reply)
 {
-	Perfetto__Protos__GetAsyncCommandRequest *req;
-
-	req = UNPACK(get_async_command_request, args, len);
-	if (!req)
-		return -EBADMSG;
-	perfetto__protos__get_async_command_request__free_unpacked(req, NULL);
+	(void)m;
 	svc_producer_bind_async(p, reply);
-	return 0;
 }
 
-static int sync_call(struct svc_producer *p, const uint8_t *args, size_t len, struct ipc_reply *reply)
+static void sync_call(struct svc_producer *p, const ProtobufCMessage *m, struct ipc_reply *reply)
 {
-	Perfetto__Protos__SyncRequest *req;
 	struct svc_out *o;
 
-	req = UNPACK(sync_request, args, len);
-	if (!req)
-		return -EBADMSG;
-	perfetto__protos__sync_request__free_unpacked(req, NULL);
+	(void)m;
 	o = calloc(1, sizeof(*o));
 	if (!o) {
 		reply_empty(reply);
-		return 0;
+		return;
 	}
 	o->reply = reply;
 	svc_producer_queue(p, o);
-	return 0;
 }
 
-static int commit_data(struct svc_producer *p, const uint8_t *args, size_t len, struct ipc_reply *reply)
+static void commit_data(struct svc_producer *p, const ProtobufCMessage *m, struct ipc_reply *reply)
 {
-	Perfetto__Protos__CommitDataRequest *req;
+	const Perfetto__Protos__CommitDataRequest *req = (const void *)m;
 
-	req = UNPACK(commit_data_request, args, len);
-	if (!req)
-		return -EBADMSG;
 	if (!p->reader) {
 		/* traced drops commits that come before the SMB exists, without
 		 * an answer; its IPC layer then rejects the pending call. */
-		perfetto__protos__commit_data_request__free_unpacked(req, NULL);
 		ipc_reply_free(reply);
-		return 0;
+		return;
 	}
 	svc_commit_apply(p, req);
 	/* Stream out whatever became readable, before acking flushes, so that
@@ -366,75 +291,65 @@ static int commit_data(struct svc_producer *p, const uint8_t *args, size_t len, 
 	svc_producer_read(p, /* final= */ false);
 	if (req->flush_request_id)
 		svc_session_on_flush_ack(p->svc, p, req->flush_request_id);
-	perfetto__protos__commit_data_request__free_unpacked(req, NULL);
 	reply_empty(reply);
-	return 0;
 }
 
-static const ProtobufCMessageDescriptor *const request_types[] = {
-	&perfetto__protos__initialize_connection_request__descriptor,
-	&perfetto__protos__register_data_source_request__descriptor,
-	&perfetto__protos__unregister_data_source_request__descriptor,
-	&perfetto__protos__commit_data_request__descriptor,
-	&perfetto__protos__get_async_command_request__descriptor,
-	&perfetto__protos__register_trace_writer_request__descriptor,
-	&perfetto__protos__unregister_trace_writer_request__descriptor,
-	&perfetto__protos__notify_data_source_started_request__descriptor,
-	&perfetto__protos__notify_data_source_stopped_request__descriptor,
-	&perfetto__protos__activate_triggers_request__descriptor,
-	&perfetto__protos__sync_request__descriptor,
-	&perfetto__protos__update_data_source_request__descriptor,
+/*
+ * ProducerPort in v58.2 declaration order (method ids are index + 1): the
+ * name the host registers, the request the arguments must decode as, and
+ * the handler.  One list, so that a method cannot get a name without a
+ * decoder or a handler.
+ */
+#define PRODUCER_PORT_METHODS(X)                                                          \
+	X(InitializeConnection, initialize_connection_request, initialize_connection)       \
+	X(RegisterDataSource, register_data_source_request, register_data_source)           \
+	X(UnregisterDataSource, unregister_data_source_request, unregister_data_source)     \
+	X(CommitData, commit_data_request, commit_data)                                     \
+	X(GetAsyncCommand, get_async_command_request, get_async_command)                    \
+	X(RegisterTraceWriter, register_trace_writer_request, register_trace_writer)        \
+	X(UnregisterTraceWriter, unregister_trace_writer_request, unregister_trace_writer)  \
+	X(NotifyDataSourceStarted, notify_data_source_started_request, notify_ds_started)   \
+	X(NotifyDataSourceStopped, notify_data_source_stopped_request, notify_ds_stopped)   \
+	X(ActivateTriggers, activate_triggers_request, activate_triggers)                   \
+	X(Sync, sync_request, sync_call)                                                    \
+	X(UpdateDataSource, update_data_source_request, update_data_source)
+
+struct port_method {
+	const ProtobufCMessageDescriptor *request;
+	void (*handler)(struct svc_producer *p, const ProtobufCMessage *req, struct ipc_reply *reply);
 };
+
+#define METHOD_NAME(name, request, handler) #name,
+#define METHOD_ENTRY(name, request, handler) { &perfetto__protos__##request##__descriptor, handler },
+
+const char *const svc_port_methods[] = { PRODUCER_PORT_METHODS(METHOD_NAME) };
+const size_t svc_port_n_methods = ARRAY_SIZE(svc_port_methods);
+static const struct port_method methods[] = { PRODUCER_PORT_METHODS(METHOD_ENTRY) };
 
 int svc_port_call(struct svc_producer *p, uint32_t method_id, const uint8_t *args, size_t len,
 		      struct ipc_reply *reply)
 {
+	const struct port_method *m;
+	ProtobufCMessage *req;
+
 	if (p->disconnected) {
 		ipc_reply_free(reply);
 		return 0;
 	}
-	if (method_id == M_INITIALIZE_CONNECTION)
-		return initialize_connection(p, args, len, reply);
-	if (!p->initialized) {
-		/* traced's IPC layer decodes the arguments first (undecodable:
-		 * rejected even with drop_reply), then the service rejects
-		 * everything before InitializeConnection, answering only when
-		 * an answer was asked for. */
-		ProtobufCMessage *m;
-
-		if (method_id > ARRAY_SIZE(request_types))
-			return -EINVAL;
-		m = protobuf_c_message_unpack(request_types[method_id - 1], NULL, len, args);
-		if (!m)
-			return -EBADMSG;
-		protobuf_c_message_free_unpacked(m, NULL);
-		(void)ipc_reply_reject(reply);
-		return 0;
-	}
-	switch (method_id) {
-	case M_REGISTER_DATA_SOURCE:
-		return register_data_source(p, args, len, reply);
-	case M_UNREGISTER_DATA_SOURCE:
-		return unregister_data_source(p, args, len, reply);
-	case M_COMMIT_DATA:
-		return commit_data(p, args, len, reply);
-	case M_GET_ASYNC_COMMAND:
-		return get_async_command(p, args, len, reply);
-	case M_REGISTER_TRACE_WRITER:
-		return register_trace_writer(p, args, len, reply);
-	case M_UNREGISTER_TRACE_WRITER:
-		return unregister_trace_writer(p, args, len, reply);
-	case M_NOTIFY_DATA_SOURCE_STARTED:
-		return notify_ds(p, true, args, len, reply);
-	case M_NOTIFY_DATA_SOURCE_STOPPED:
-		return notify_ds(p, false, args, len, reply);
-	case M_ACTIVATE_TRIGGERS:
-		return activate_triggers(p, args, len, reply);
-	case M_SYNC:
-		return sync_call(p, args, len, reply);
-	case M_UPDATE_DATA_SOURCE:
-		return update_data_source(p, args, len, reply);
-	default:
+	if (method_id == 0 || method_id > ARRAY_SIZE(methods))
 		return -EINVAL;
-	}
+	m = &methods[method_id - 1];
+	/* As traced's IPC layer: the arguments are decoded first, and
+	 * undecodable ones are rejected (even with drop_reply). */
+	req = protobuf_c_message_unpack(m->request, NULL, len, args);
+	if (!req)
+		return -EBADMSG;
+	if (!p->initialized && m->handler != initialize_connection)
+		/* The service rejects everything before InitializeConnection,
+		 * answering only when an answer was asked for. */
+		(void)ipc_reply_reject(reply);
+	else
+		m->handler(p, req, reply);
+	protobuf_c_message_free_unpacked(req, NULL);
+	return 0;
 }

@@ -188,6 +188,86 @@ START_TEST(test_time_order_and_rearm)
 }
 END_TEST
 
+/* Where a deadline falls on the wall clock, in µs past a multiple of @period_ms. */
+static uint64_t wall_phase_usec(uint64_t deadline_usec, uint32_t period_ms)
+{
+	uint64_t mono = now_ns(CLOCK_MONOTONIC) / 1000u;
+	uint64_t wall = now_ns(CLOCK_REALTIME) / 1000u;
+
+	return (wall + deadline_usec - mono) % ((uint64_t)period_ms * 1000u);
+}
+
+struct ticks {
+	unsigned n;
+	uint64_t deadline[4];
+	uint64_t armed[4];      /* the next deadline, as the handler sees it */
+};
+
+static int on_tick(struct event_source *s, uint64_t usec, void *userdata)
+{
+	struct ticks *t = userdata;
+
+	if (t->n < 4) {
+		t->deadline[t->n] = usec;
+		t->armed[t->n] = s->time.usec;
+	}
+	t->n++;
+	return 0;
+}
+
+/*
+ * A periodic timer: first tick at once on request, then on the wall-clock
+ * multiples of the period, re-armed before its handler runs.  The checks
+ * use the deadlines, not the moments of dispatch, so a loaded machine does
+ * not make them flaky; the slack covers the wall clock's ms rounding and
+ * the two clock reads.
+ */
+START_TEST(test_periodic_aligned)
+{
+	_cleanup_(event_unrefp) struct event *e = NULL;
+	struct event_source *p = NULL;
+	struct ticks t = {};
+	uint64_t d, t0 = now_ns(CLOCK_MONOTONIC) / 1000u;
+
+	d = event_next_aligned_usec(40);
+	ck_assert_uint_ge(d, t0);
+	ck_assert_uint_le(d, t0 + 40000 + 2000);
+	ck_assert_uint_lt((wall_phase_usec(d, 40) + 2000) % 40000, 4000);
+
+	ck_assert_int_eq(event_new(&e), 0);
+	ck_assert_int_eq(event_add_periodic(e, NULL, 0, true, on_tick, &t), -EINVAL);
+	ck_assert_int_eq(event_add_periodic(e, &p, 20, /* first_now= */ true, on_tick, &t), 0);
+	while (t.n < 3)
+		ck_assert_int_ge(event_run(e, 1000000), 0);
+	/* the first tick is a posted task: due when it was added */
+	ck_assert_uint_le(t.deadline[0], now_ns(CLOCK_MONOTONIC) / 1000u);
+	ck_assert_uint_ge(t.deadline[0], t0);
+	for (unsigned i = 0; i < 3; i++) {
+		ck_assert_uint_gt(t.armed[i], t.deadline[i]);
+		ck_assert_uint_lt((wall_phase_usec(t.armed[i], 20) + 2000) % 20000, 4000);
+	}
+	for (unsigned i = 1; i < 3; i++)
+		ck_assert_uint_eq(t.deadline[i], t.armed[i - 1]);
+
+	/* a new period re-aligns; the handler may still move the next tick */
+	ck_assert_int_eq(event_source_set_period(p, 0), -EINVAL);
+	ck_assert_int_eq(event_source_set_period(p, 30), 0);
+	ck_assert_uint_lt((wall_phase_usec(p->time.usec, 30) + 2000) % 30000, 4000);
+	ck_assert_int_eq(event_source_set_time(p, 1), 0);
+	t.n = 0;
+	ck_assert_int_eq(event_run(e, 1000000), 1);
+	ck_assert_uint_eq(t.n, 1);
+	ck_assert_uint_eq(t.deadline[0], 1);
+	ck_assert_uint_lt((wall_phase_usec(t.armed[0], 30) + 2000) % 30000, 4000);
+
+	/* off stays off */
+	ck_assert_int_eq(event_source_set_enabled(p, EVENT_OFF), 0);
+	run_idle(e, 50);
+	ck_assert_uint_eq(t.n, 1);
+	p = event_source_disable_unref(p);
+}
+END_TEST
+
 /* Kernels without epoll_pwait2(): millisecond waits, same order. */
 START_TEST(test_epoll_wait_fallback)
 {
@@ -337,6 +417,7 @@ static Suite *event_suite(void)
 
 	tcase_add_test(tc, test_io);
 	tcase_add_test(tc, test_time_order_and_rearm);
+	tcase_add_test(tc, test_periodic_aligned);
 	tcase_add_test(tc, test_epoll_wait_fallback);
 	tcase_add_test(tc, test_defer_and_exit);
 	tcase_add_test(tc, test_signal);

@@ -4,7 +4,7 @@
  * format (the journal's priority prefixes are in test_util_log), the
  * service manager notifications (over a real AF_UNIX datagram socket) and
  * the varint codec (every length boundary, the redundant form, truncated
- * and overlong input).  Runs as any user.
+ * and overlong input) and the name character classes.  Runs as any user.
  */
 #include <check.h>
 #include <errno.h>
@@ -746,6 +746,52 @@ START_TEST(test_zigzag)
 }
 END_TEST
 
+/* ---- names ----------------------------------------------------------------- */
+
+START_TEST(test_name_valid)
+{
+	char big[130];
+
+	/* the base class, and each extra only when asked for */
+	ck_assert(name_valid("sched_switch09AZ", 127, 0));
+	for (const char *c = "-./*,"; *c; c++) {
+		char w[] = { 'a', *c, 'b', 0 };
+
+		ck_assert_msg(!name_valid(w, 127, 0), "%s", w);
+		ck_assert(!name_char_ok(*c, 0));
+	}
+	ck_assert(name_valid("a-b", 127, NAME_DASH));
+	ck_assert(name_valid("a.b", 127, NAME_DOT));
+	ck_assert(name_valid("a/b", 127, NAME_SLASH));
+	ck_assert(name_valid("a*", 127, NAME_STAR));
+	ck_assert(name_valid("0,1", 127, NAME_COMMA));
+	ck_assert(!name_valid("a.b", 127, NAME_DASH));
+	ck_assert(!name_char_ok('?', ~0u));
+	ck_assert(!name_char_ok(' ', ~0u));
+	ck_assert(!name_char_ok('\n', ~0u));
+	ck_assert(!name_char_ok((char)0xc3, ~0u));
+
+	/* empty, NULL, and the bound: @max bytes pass, one more does not */
+	ck_assert(!name_valid("", 127, 0));
+	ck_assert(!name_valid(NULL, 127, 0));
+	memset(big, 'x', sizeof(big));
+	big[127] = 0;
+	ck_assert(name_valid(big, 127, 0));
+	big[127] = 'x';
+	big[128] = 0;
+	ck_assert(!name_valid(big, 127, 0));
+	ck_assert(name_valid(big, SIZE_MAX, 0));
+
+	/* "." and ".." only as path components */
+	ck_assert(name_valid(".", 127, NAME_DOT));
+	ck_assert(name_valid("..", 127, NAME_DOT));
+	ck_assert(!name_valid(".", 127, NAME_DOT | NAME_NOT_DOTS));
+	ck_assert(!name_valid("..", 127, NAME_DOT | NAME_NOT_DOTS));
+	ck_assert(name_valid("...", 127, NAME_DOT | NAME_NOT_DOTS));
+	ck_assert(name_valid(".a", 127, NAME_DOT | NAME_NOT_DOTS));
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -755,6 +801,7 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, test_atou64);
 	tcase_add_test(tc, test_atoi64);
 	tcase_add_test(tc, test_ato32);
+	tcase_add_test(tc, test_name_valid);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("io");

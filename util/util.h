@@ -185,6 +185,33 @@ void set_error_text(char **ret_error, char *msg);
  */
 int str_append_line(char **buf, const char *line);
 
+/*
+ * Names that end up in tracefs paths, tracefs files or quoted config text
+ * are checked against one character class: [A-Za-z0-9_] always, plus the
+ * NAME_* extras the caller allows.  ASCII only, not <ctype.h>, so the
+ * locale cannot widen what is accepted.
+ */
+enum {
+	NAME_DASH = 1 << 0,       /* '-' */
+	NAME_DOT = 1 << 1,        /* '.' */
+	NAME_SLASH = 1 << 2,      /* '/' */
+	NAME_STAR = 1 << 3,       /* '*' */
+	NAME_COMMA = 1 << 4,      /* ',' */
+	NAME_NOT_DOTS = 1 << 5,   /* refuse "." and "..": the name is a path component */
+};
+
+/**
+ * name_char_ok - whether @c is in [A-Za-z0-9_] or one of the @extra NAME_*
+ * characters.
+ */
+bool name_char_ok(char c, unsigned extra);
+
+/**
+ * name_valid - @s is 1..@max bytes of name_char_ok(, @extra) characters
+ * (and with NAME_NOT_DOTS neither "." nor "..").  NULL is refused.
+ */
+bool name_valid(const char *s, size_t max, unsigned extra);
+
 /**
  * str_printable_dup - a copy of at most @max bytes of @s with every byte
  * outside printable ASCII replaced by '?', for echoing untrusted names in

@@ -2,7 +2,7 @@
 /*
  * Small string helpers for building human-readable messages: formatting
  * into a new string, handing a message to an optional out-parameter, and
- * growing a list of lines.
+ * growing a list of lines; and the one character-class check for names.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -62,4 +62,39 @@ char *str_printable_dup(const char *s, size_t max)
 	}
 	d[n] = 0;
 	return d;
+}
+
+bool name_char_ok(char c, unsigned extra)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')
+		return true;
+	switch (c) {
+	case '-':
+		return extra & NAME_DASH;
+	case '.':
+		return extra & NAME_DOT;
+	case '/':
+		return extra & NAME_SLASH;
+	case '*':
+		return extra & NAME_STAR;
+	case ',':
+		return extra & NAME_COMMA;
+	default:
+		return false;
+	}
+}
+
+bool name_valid(const char *s, size_t max, unsigned extra)
+{
+	size_t n = 0;
+
+	if (!s)
+		return false;
+	if ((extra & NAME_NOT_DOTS) && (strcmp(s, ".") == 0 || strcmp(s, "..") == 0))
+		return false;
+	/* Stops at @max + 1 bytes: the length of a hostile string is never walked. */
+	for (; s[n]; n++)
+		if (n >= max || !name_char_ok(s[n], extra))
+			return false;
+	return n > 0;
 }

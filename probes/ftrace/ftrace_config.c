@@ -33,37 +33,12 @@ struct ftrace_event_list {
 
 bool ftrace_name_valid(const char *s)
 {
-	size_t n = 0;
-
-	if (!s)
-		return false;
-	for (; s[n]; n++) {
-		char c = s[n];
-
-		if (n >= FTRACE_NAME_MAX)
-			return false;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
-			return false;
-	}
-	return n > 0;
+	return name_valid(s, FTRACE_NAME_MAX, 0);
 }
 
 bool ftrace_instance_name_valid(const char *s)
 {
-	size_t n = 0;
-
-	if (!s || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
-		return false;
-	for (; s[n]; n++) {
-		char c = s[n];
-
-		if (n >= FTRACE_INSTANCE_NAME_MAX)
-			return false;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-		      c == '-' || c == '.'))
-			return false;
-	}
-	return n > 0;
+	return name_valid(s, FTRACE_INSTANCE_NAME_MAX, NAME_DASH | NAME_DOT | NAME_NOT_DOTS);
 }
 
 /* ---- the list of available events --------------------------------------- */

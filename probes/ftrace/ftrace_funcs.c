@@ -93,21 +93,10 @@ bool ftrace_funcs_contains(const struct ftrace_funcs *f, const char *name)
 	return bsearch(&name, f->names, f->n, sizeof(*f->names), name_cmp) != NULL;
 }
 
-static bool name_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
-}
-
+/* '.': compiler-made names (foo.cold, foo.isra.0) are functions too. */
 bool ftrace_funcs_name_valid(const char *s)
 {
-	size_t n = 0;
-
-	if (!s)
-		return false;
-	for (; s[n]; n++)
-		if (n >= FTRACE_FEATURE_NAME_MAX || !name_char(s[n]))
-			return false;
-	return n > 0;
+	return name_valid(s, FTRACE_FEATURE_NAME_MAX, NAME_DOT);
 }
 
 bool ftrace_funcs_glob_valid(const char *s)
@@ -122,7 +111,7 @@ bool ftrace_funcs_glob_valid(const char *s)
 			return false;
 		if (s[n] == '*' || s[n] == '?')
 			wild = true;
-		else if (!name_char(s[n]))
+		else if (!name_char_ok(s[n], NAME_DOT))
 			return false;
 	}
 	return wild;

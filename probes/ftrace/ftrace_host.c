@@ -165,15 +165,6 @@ static uint32_t wanted_period(const struct ftrace_host *h)
 	return p;
 }
 
-/* Like Perfetto: wake on multiples of the period on the wall clock. */
-static uint64_t next_deadline_usec(uint32_t period_ms)
-{
-	uint64_t wall_ms = now_ns(CLOCK_REALTIME) / 1000000u;
-	uint64_t delay_ms = period_ms - wall_ms % period_ms;
-
-	return now_ns(CLOCK_MONOTONIC) / 1000u + delay_ms * 1000u;
-}
-
 static int on_timer(struct event_source *s, uint64_t usec, void *userdata)
 {
 	struct ftrace_host *h = userdata;
@@ -184,11 +175,9 @@ static int on_timer(struct event_source *s, uint64_t usec, void *userdata)
 		ftrace_drain_arm_wake(hd->drain);
 	}
 
-	if (h->period_ms == 0)
-		return 0;
 	/* A CPU still had data: go again at once instead of waiting a period. */
-	(void)event_source_set_time(s, more ? now_ns(CLOCK_MONOTONIC) / 1000u : next_deadline_usec(h->period_ms));
-	(void)event_source_set_enabled(s, EVENT_ONESHOT);
+	if (more && h->period_ms)
+		(void)event_source_set_time(s, now_ns(CLOCK_MONOTONIC) / 1000u);
 	return 0;
 }
 
@@ -206,19 +195,19 @@ int ftrace_host_update_timer(struct ftrace_host *h)
 	if (p == h->period_ms && h->timer)
 		return 0;
 	if (!h->timer) {
-		/* 1 ms accuracy: a coarse timer would swallow short periods. */
-		r = event_add_time(h->event, &h->timer, CLOCK_MONOTONIC, next_deadline_usec(p), 1000, on_timer, h);
+		/* Like Perfetto: wake on multiples of the period on the wall clock. */
+		r = event_add_periodic(h->event, &h->timer, p, /* first_now= */ false, on_timer, h);
 		if (r < 0) {
 			h->timer = NULL;
 			return r;
 		}
 		(void)event_source_set_description(h->timer, "ftrace-drain");
 	} else {
-		r = event_source_set_time(h->timer, next_deadline_usec(p));
+		r = event_source_set_period(h->timer, p);
 		if (r < 0)
 			return r;
 	}
-	r = event_source_set_enabled(h->timer, EVENT_ONESHOT);
+	r = event_source_set_enabled(h->timer, EVENT_ON);
 	if (r < 0)
 		return r;
 	h->period_ms = p;

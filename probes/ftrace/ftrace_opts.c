@@ -100,18 +100,5 @@ bool ftrace_opts_cpumask_valid(const char *s)
 
 bool ftrace_opts_option_name_valid(const char *s)
 {
-	size_t n = 0;
-
-	if (!s)
-		return false;
-	for (; s[n]; n++) {
-		char c = s[n];
-
-		if (n >= FTRACE_FEATURE_NAME_MAX)
-			return false;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-		      c == '-'))
-			return false;
-	}
-	return n > 0;
+	return name_valid(s, FTRACE_FEATURE_NAME_MAX, NAME_DASH);
 }

@@ -53,8 +53,7 @@ enum undo_kind {
 
 static bool token_char(char c, bool comma)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-	       c == '-' || c == '.' || (comma && c == ',');
+	return name_char_ok(c, NAME_DASH | NAME_DOT | (comma ? NAME_COMMA : 0));
 }
 
 static bool value_valid(const char *v, bool comma)
@@ -84,7 +83,7 @@ static bool list_valid(const char *v, char sep, bool digits_only)
 			tok = 0;
 			continue;
 		}
-		if (digits_only ? !(c >= '0' && c <= '9') : !token_char(c, false) || c == '-')
+		if (digits_only ? !(c >= '0' && c <= '9') : !name_char_ok(c, NAME_DOT))
 			return false;
 		if (++tok > FTRACE_NAME_MAX)
 			return false;
@@ -312,7 +311,7 @@ static int list_value(const char *text, char sep, bool digits_only, char **ret)
 		if (len > FTRACE_NAME_MAX)
 			return -EOPNOTSUPP;
 		for (size_t i = 0; i < len; i++)
-			if (digits_only ? !(p[i] >= '0' && p[i] <= '9') : !token_char(p[i], false) || p[i] == '-')
+			if (digits_only ? !(p[i] >= '0' && p[i] <= '9') : !name_char_ok(p[i], NAME_DOT))
 				return -EOPNOTSUPP;
 		if (n)
 			out[n++] = sep;

@@ -105,25 +105,9 @@ void procfs_ds_set_rescan_on_clear(struct procfs_ds *ds, bool enable)
 		ds->rescan_on_clear = enable;
 }
 
-/* The next wall-clock multiple of the period, as Perfetto aligns its ticks. */
-static uint64_t next_tick_delay_us(uint32_t period_ms)
-{
-	uint64_t wall_ms = now_ns(CLOCK_REALTIME) / 1000000;
-
-	return (uint64_t)(period_ms - wall_ms % period_ms) * 1000;
-}
-
 static int on_poll_timer(struct event_source *s, uint64_t usec, void *userdata)
 {
 	struct procfs_ds *ds = userdata;
-	int r;
-
-	/* Re-arm first so that a slow scan does not shift the next tick. */
-	r = event_source_set_time_relative(s, next_tick_delay_us(ds->poll_ms));
-	if (r >= 0)
-		r = event_source_set_enabled(s, EVENT_ONESHOT);
-	if (r < 0)
-		log_debug_errno(r, "procfs: cannot re-arm the poll timer: %m");
 
 	(void)procfs_stats_poll(ds);
 	return 0;
@@ -145,9 +129,11 @@ int procfs_ds_start(struct procfs_ds *ds)
 	ds->started = true;
 
 	if (ds->poll_ms > 0) {
-		/* The first tick runs on the next loop iteration, as a posted task. */
-		r = event_add_time_relative(ds->event, &ds->poll_timer, CLOCK_MONOTONIC, 0,
-					    1000, on_poll_timer, ds);
+		/* The first tick runs on the next loop iteration, as a posted task;
+		 * the next ones on the wall-clock multiples of the period, as
+		 * Perfetto aligns its ticks. */
+		r = event_add_periodic(ds->event, &ds->poll_timer, ds->poll_ms,
+				       /* first_now= */ true, on_poll_timer, ds);
 		if (r < 0)
 			return r;
 		(void)event_source_set_description(ds->poll_timer, "procfs-poll");

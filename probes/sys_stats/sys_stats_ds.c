@@ -226,25 +226,10 @@ int sys_stats_poll(struct sys_stats *ss)
 	return 0;
 }
 
-/* The next wall-clock multiple of the period, as traced_probes aligns its polls. */
-static uint64_t next_tick_delay_us(uint32_t period_ms)
-{
-	uint64_t wall_ms = now_ns(CLOCK_REALTIME) / 1000000;
-
-	return (uint64_t)(period_ms - wall_ms % period_ms) * 1000;
-}
-
 static int on_timer(struct event_source *s, uint64_t usec, void *userdata)
 {
 	struct sys_stats *ss = userdata;
-	int r;
 
-	/* re-arm first, so that a slow poll does not shift the next one */
-	r = event_source_set_time_relative(s, next_tick_delay_us(ss->period_ms));
-	if (r >= 0)
-		r = event_source_set_enabled(s, EVENT_ONESHOT);
-	if (r < 0)
-		log_debug_errno(r, "linux.sys_stats: cannot re-arm the poll timer: %m");
 	(void)sys_stats_poll(ss);
 	return 0;
 }
@@ -288,8 +273,10 @@ static int op_start(void *ds)
 	ss->started = true;
 	if (ss->period_ms == 0)
 		return 0;
-	/* the first poll runs on the next loop iteration, as a posted task */
-	r = event_add_time_relative(ss->event, &ss->timer, CLOCK_MONOTONIC, 0, 1000, on_timer, ss);
+	/* the first poll runs on the next loop iteration, as a posted task; the
+	 * next ones on the wall-clock multiples of the period, as traced_probes
+	 * aligns its polls */
+	r = event_add_periodic(ss->event, &ss->timer, ss->period_ms, /* first_now= */ true, on_timer, ss);
 	if (r < 0)
 		return r;
 	(void)event_source_set_description(ss->timer, "sys-stats-poll");
