@@ -146,7 +146,7 @@ int recorder_parse_sys_stats(const char *list, uint32_t *ret, char *err, size_t 
 static const char *const known_categories[] = {
 #define FTRACE_ATRACE_CATEGORY(c) c,
 #define FTRACE_ATRACE(c, g, n, cond)
-#include "probes/ftrace/ftrace_atrace.inc"
+#include "probes/ftrace/plan/ftrace_atrace.inc"
 #undef FTRACE_ATRACE
 #undef FTRACE_ATRACE_CATEGORY
 };

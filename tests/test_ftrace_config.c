@@ -17,9 +17,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "probes/ftrace/ftrace_control.h"
-#include "probes/ftrace/ftrace_features.h"
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/tracefs/ftrace_tracefs.h"
+#include "probes/ftrace/plan/ftrace_plan.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
 

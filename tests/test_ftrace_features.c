@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "probes/ftrace/ftrace_features.h"
+#include "probes/ftrace/plan/ftrace_plan.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 
 typedef Perfetto__Protos__FtraceConfig__PrintFilter__Rule Rule;

@@ -23,8 +23,8 @@
 #include <sys/wait.h>
 
 #include "probes/ds/ds.h"
-#include "probes/ftrace/ftrace.h"
-#include "probes/ftrace/ftrace_control.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
+#include "probes/ftrace/tracefs/ftrace_tracefs.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
 
