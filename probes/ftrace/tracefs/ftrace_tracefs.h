@@ -87,82 +87,9 @@ int ftrace_tracefs_read(struct ftrace_tracefs *t, const char *file, size_t max, 
  */
 int ftrace_tracefs_read_root(struct ftrace_tracefs *t, const char *file, size_t max, char **ret);
 
-/**
- * ftrace_tracefs_write - the one validated write: open(O_WRONLY|O_CLOEXEC),
- * write all of @value (looping on short writes and EINTR), close.  Does not
- * record anything for undo.  On failure *@ret_error (if non-NULL) gets a
- * message naming the file and value, with the kernel's error_log text when
- * the kernel refused the value with EINVAL.
- * Returns: 0 or -errno.
- */
-int ftrace_tracefs_write(struct ftrace_tracefs *t, const char *file, const char *value,
-			 char **ret_error);
-
-/**
- * ftrace_tracefs_write_trunc - ftrace_tracefs_write() with O_TRUNC: how the
- * list files (set_ftrace_filter, set_graph_function, set_event_pid) are
- * emptied before @value (may be "") is written.
- */
-int ftrace_tracefs_write_trunc(struct ftrace_tracefs *t, const char *file, const char *value,
-			       char **ret_error);
-
-/**
- * ftrace_tracefs_kprobe_write - append @line to the top-level kprobe_events
- * (of the tracefs @t lives in; never truncated).
- * Returns: 0 or -errno (-EEXIST: the probe exists; -ENOENT: no such probe
- * to remove, or no kprobe_events at all).
- */
-int ftrace_tracefs_kprobe_write(struct ftrace_tracefs *t, const char *line, char **ret_error);
-
-/**
- * ftrace_tracefs_truncate - clear the ring buffer (open "trace" with O_TRUNC).
- */
-int ftrace_tracefs_truncate(struct ftrace_tracefs *t);
-
-/* -- undo list (ftrace_tracefs_undo.c) -- */
-
-/**
- * ftrace_tracefs_remember - record the current value of @file so that
- * restore puts it back, unless it is already recorded.  Supported files:
- * tracing_on, trace_clock, buffer_size_kb (per-CPU sizes when they differ),
- * buffer_percent, current_tracer, max_graph_depth, tracing_cpumask,
- * options/<name>, events/<g>/<n>/enable, events/<g>/<n>/filter, and the
- * list files set_ftrace_filter, set_graph_function, set_event_pid (put
- * back by truncating, then writing the saved entries).  Kprobes are
- * recorded by ftrace_tracefs_kprobe_create().
- * Returns: 1 if a new entry was recorded, 0 if already there, -EOPNOTSUPP
- * for a list file holding entries that cannot be written back (function
- * commands such as ":traceoff"), -E2BIG for one too long to keep, -errno.
- */
-int ftrace_tracefs_remember(struct ftrace_tracefs *t, const char *file);
-
-/**
- * ftrace_tracefs_remember_value - record @old_value for @file without
- * reading it (the caller just read it).
- */
-int ftrace_tracefs_remember_value(struct ftrace_tracefs *t, const char *file, const char *old_value);
-
-/* Whether @file has an undo entry. */
-bool ftrace_tracefs_remembered(const struct ftrace_tracefs *t, const char *file);
-
-/**
- * ftrace_tracefs_forget - drop the entry for @file (we just put the file
- * back ourselves).
- */
-void ftrace_tracefs_forget(struct ftrace_tracefs *t, const char *file);
-
-/**
- * ftrace_tracefs_note_truncated - remember that we cleared the buffer, so
- * restore and recovery clear it again (our data must not outlive us).
- */
-void ftrace_tracefs_note_truncated(struct ftrace_tracefs *t);
-
-/**
- * ftrace_tracefs_persist - write the undo list to the state file (atomic
- * replace) if it changed since the last persist.  Must succeed before the
- * recorded files are changed.
- */
-int ftrace_tracefs_persist(struct ftrace_tracefs *t);
+/* The raw writes and the undo list bookkeeping are the room's own
+ * (ftrace_tracefs_internal.h): everything else writes through
+ * ftrace_tracefs_set() and the calls below, which remember first. */
 
 /**
  * ftrace_tracefs_set - remember @file, persist if that added an entry, then
