@@ -16,8 +16,8 @@
 #include "probes/ftrace/tracefs/ftrace_tracefs.h"
 #include "probes/ftrace/ds/ftrace_ds_internal.h"
 #include "probes/ftrace/parse/ftrace_parse.h"
+#include "probes/ftrace/plan/ftrace_plan.h"
 #include "probes/ksyms/ksyms.h"
-#include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
 
 #define FTRACE_STATS_PHASE_START 1
@@ -149,6 +149,11 @@ static void ds_freep(struct ftrace_ds **ds)
  * again (a few hundred KiB in all): hand those pages back now rather than
  * keep them resident for the whole session.
  */
+static void ftrace_plan_freep(struct ftrace_plan **p)
+{
+	ftrace_plan_free(*p);
+}
+
 static void trim_heap(void)
 {
 #ifdef __GLIBC__
@@ -300,26 +305,58 @@ static int keep_used_events(struct ftrace_ds *ds)
 	return 0;
 }
 
+/* Available events can be thousands of names; available_filter_functions a few MiB on a large kernel. */
+#define FUNCS_TEXT_MAX (64u << 20)
+
+/* ftrace_plan_env.read_events: the directory's drain, joined, then its events. */
+static int plan_read_events(void *userdata, const char *instance_name, bool exclusive, const char *const *reqs,
+			    size_t n_reqs, struct ftrace_event_list **ret, char **ret_error)
+{
+	struct ftrace_ds *ds = userdata;
+	int r;
+
+	r = ftrace_host_get_drain(ds->host, instance_name, &ds->drain, ret_error);
+	if (r < 0)
+		return r;
+	/* Attached from here on so that freeing it on failure releases the directory. */
+	ds->reader.ops = &reader_ops;
+	ftrace_drain_add_reader(ds->drain, &ds->reader);
+	ds->tfs = ftrace_drain_tracefs(ds->drain);
+	ds->n_cpus = ftrace_drain_n_cpus(ds->drain);
+
+	r = ftrace_extra_check(exclusive, ds->tfs, ret_error);
+	if (r < 0)
+		return r;
+	r = ftrace_tracefs_read_available(ds->tfs, reqs, n_reqs, ret);
+	if (r < 0)
+		set_error_text(ret_error, strdup_printf("read %s/available_events: %s",
+							 ftrace_tracefs_path(ds->tfs), strerror(-r)));
+	return r;
+}
+
+/* ftrace_plan_env.read_functions: only the top level has it; the functions are the kernel's. */
+static int plan_read_functions(void *userdata, char **ret_text)
+{
+	struct ftrace_ds *ds = userdata;
+
+	return ftrace_tracefs_read_root(ds->tfs, "available_filter_functions", FUNCS_TEXT_MAX, ret_text);
+}
+
 int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracing_session_id,
 		    const struct Perfetto__Protos__FtraceConfig *cfg, const struct ds_sink *sink,
 		    const struct ftrace_ds_hooks *hooks, void *userdata, struct ftrace_ds **ret, char **ret_error)
 {
 	_cleanup_(ds_freep) struct ftrace_ds *ds = NULL;
+	_cleanup_(ftrace_plan_freep) struct ftrace_plan *plan = NULL;
 	_cleanup_free_ char *enable_errors = NULL;
-	char **reqs = NULL;
-	size_t n_reqs = 0;
+	struct ftrace_plan_env env;
 	struct ftrace_tracefs_params tp;
 	struct ftrace_parser_opts po;
-	const char *inst_name;
 	unsigned n_cpus;
 	int r;
 
 	if (!h || !cfg || !sink || !sink->begin_packet || !sink->end_packet || !ret)
 		return -EINVAL;
-
-	r = ftrace_config_instance_name(cfg, &inst_name, ret_error);
-	if (r < 0)
-		return r;
 
 	ds = calloc(1, sizeof(*ds));
 	if (!ds)
@@ -332,33 +369,19 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 		ds->hooks = *hooks;
 	ds->userdata = userdata;
 
-	r = ftrace_host_get_drain(h, inst_name, &ds->drain, ret_error);
+	/* The config is read here, once; everything below takes the plan. */
+	env = (struct ftrace_plan_env){
+		.read_events = plan_read_events,
+		.read_functions = plan_read_functions,
+		.userdata = ds,
+		.ram_bytes = ram_bytes(),
+	};
+	r = ftrace_plan_resolve(cfg, &env, &plan, ret_error);
 	if (r < 0)
 		return r;
-	/* Attached from here on so that freeing it on failure releases the directory. */
-	ds->reader.ops = &reader_ops;
-	ftrace_drain_add_reader(ds->drain, &ds->reader);
-	ds->tfs = ftrace_drain_tracefs(ds->drain);
-	ds->n_cpus = n_cpus = ftrace_drain_n_cpus(ds->drain);
-
-	r = ftrace_extra_check(cfg, ds->tfs, ret_error);
-	if (r < 0)
-		return r;
-
-	/* Only what the config can name: the full list is thousands of events. */
-	r = ftrace_extra_requests(cfg, &reqs, &n_reqs);
-	if (r < 0)
-		return r;
-	r = ftrace_tracefs_read_available(ds->tfs, (const char *const *)reqs, n_reqs, &ds->avail);
-	ftrace_extra_requests_free(reqs, n_reqs);
-	if (r < 0) {
-		set_error_text(ret_error, strdup_printf("read %s/available_events: %s",
-								 ftrace_tracefs_path(ds->tfs), strerror(-r)));
-		return r;
-	}
-	r = ftrace_config_resolve(cfg, ds->avail, ram_bytes(), &ds->cfg, ret_error);
-	if (r < 0)
-		return r;
+	n_cpus = ds->n_cpus;
+	ds->avail = TAKE_PTR(plan->avail);
+	ds->cfg = TAKE_PTR(plan->config);
 	if (ds->cfg->warnings) {
 		ds->warnings = strdup(ds->cfg->warnings);
 		if (!ds->warnings)
@@ -381,7 +404,7 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	r = load_events(ds);
 	if (r < 0)
 		return r;
-	r = ftrace_print_filter_new(cfg->print_filter, &ds->print_filter);
+	r = ftrace_print_filter_new(plan->print_rules, plan->n_print_rules, &ds->print_filter);
 	if (r < 0)
 		return r == -ENOMEM ? r : -EINVAL;
 	ftrace_parser_set_print_filter(ds->parser, ds->print_filter);
@@ -398,7 +421,7 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 		if (r < 0)
 			return r;
 	}
-	r = ftrace_extra_new(cfg, ds->tfs, &ds->extra);
+	r = ftrace_extra_new(plan, &ds->extra);
 	if (r < 0)
 		return r;
 

@@ -162,7 +162,7 @@ struct ftrace_tracefs;
 struct ftrace_config;
 struct ftrace_format_table;
 struct ksyms;
-struct Perfetto__Protos__FtraceConfig;
+struct ftrace_plan;
 
 /* ---- kernel symbols (ftrace_symbolize.c) ---------------------------------- */
 
@@ -183,29 +183,18 @@ void ftrace_symbolize_pass_end(struct ftrace_symbolizer *s);
 struct ftrace_extra;
 
 /**
- * ftrace_extra_check - may a data source with @cfg join @t now?  One with
- * tids_to_trace, tracefs_options or tracing_cpumask needs the directory to
- * itself, and none may join while such a one is there (as traced_probes).
- * Returns: 0, or -EBUSY with a reason.
+ * ftrace_extra_check - may a data source join @t now?  One that is
+ * @exclusive (tids_to_trace, tracefs_options or tracing_cpumask) needs the
+ * directory to itself, and none may join one that holds it so.
+ * Returns: 0 or -EBUSY with a reason.
  */
-int ftrace_extra_check(const struct Perfetto__Protos__FtraceConfig *cfg, struct ftrace_tracefs *t,
-		       char **ret_error);
+int ftrace_extra_check(bool exclusive, struct ftrace_tracefs *t, char **ret_error);
 
 /**
- * ftrace_extra_requests - the names ftrace_tracefs_read_available() must
- * cover for @cfg: its ftrace_events and every event its other options
- * imply.  @ret: a malloc'd array of @ret_n strings (free with
- * ftrace_extra_requests_free()).
+ * ftrace_extra_new - take over the kprobes and function filters @plan
+ * decided, with what it refused (@plan keeps the rest).
  */
-int ftrace_extra_requests(const struct Perfetto__Protos__FtraceConfig *cfg, char ***ret, size_t *ret_n);
-void ftrace_extra_requests_free(char **v, size_t n);
-
-/**
- * ftrace_extra_new - plan the kprobes and function filters of @cfg against
- * @t (reads available_filter_functions once, when it may).
- */
-int ftrace_extra_new(const struct Perfetto__Protos__FtraceConfig *cfg, struct ftrace_tracefs *t,
-		     struct ftrace_extra **ret);
+int ftrace_extra_new(struct ftrace_plan *plan, struct ftrace_extra **ret);
 struct ftrace_extra *ftrace_extra_free(struct ftrace_extra *x);
 
 /**

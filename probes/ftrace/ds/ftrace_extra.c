@@ -4,8 +4,8 @@
  * (created, encoded as KprobeEvent, removed through the undo list), the
  * raw_syscalls filter of syscall_events, the function_graph tracer and its
  * filters, and the exclusive options (set_event_pid, tracing_cpumask,
- * options/NAME).  The names come from the pure planners (ftrace_features.h);
- * the writes go through the directory's undo list (ftrace_control.h).
+ * options/NAME).  What to set up comes decided in the plan (ftrace_plan.h);
+ * the writes go through the directory's undo list (ftrace_tracefs.h).
  *
  * A kernel without a feature (no kprobe_events, no function_graph tracer)
  * costs that part only: it is listed in failed_ftrace_events with the
@@ -18,11 +18,7 @@
 #include "probes/ftrace/tracefs/ftrace_tracefs.h"
 #include "probes/ftrace/ds/ftrace_ds_internal.h"
 #include "probes/ftrace/plan/ftrace_plan.h"
-#include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
-
-/* available_filter_functions is a few MiB on a large kernel. */
-#define FUNCS_TEXT_MAX (64u << 20)
 
 struct extra_kprobe {
 	struct ftrace_event_name ev;    /* group is static, name points into the plan */
@@ -45,17 +41,11 @@ struct ftrace_extra {
 	char *warnings;
 };
 
-static bool has_exclusive(const Perfetto__Protos__FtraceConfig *cfg)
-{
-	return cfg->n_tids_to_trace > 0 || cfg->n_tracefs_options > 0 ||
-	       (cfg->tracing_cpumask && cfg->tracing_cpumask[0]);
-}
-
-int ftrace_extra_check(const Perfetto__Protos__FtraceConfig *cfg, struct ftrace_tracefs *t, char **ret_error)
+int ftrace_extra_check(bool exclusive, struct ftrace_tracefs *t, char **ret_error)
 {
 	if (ftrace_tracefs_n_attached(t) == 0)
 		return 0;
-	if (has_exclusive(cfg)) {
+	if (exclusive) {
 		set_error_text(ret_error, strdup_printf("a session with tids_to_trace, tracefs_options or tracing_cpumask "
 							"needs %s to itself, and another session is using it",
 							ftrace_tracefs_path(t)));
@@ -66,51 +56,6 @@ int ftrace_extra_check(const Perfetto__Protos__FtraceConfig *cfg, struct ftrace_
 							"tracing_cpumask", ftrace_tracefs_path(t)));
 		return -EBUSY;
 	}
-	return 0;
-}
-
-void ftrace_extra_requests_free(char **v, size_t n)
-{
-	ftrace_opts_strv_free(v, n);
-}
-
-int ftrace_extra_requests(const Perfetto__Protos__FtraceConfig *cfg, char ***ret, size_t *ret_n)
-{
-	struct ftrace_atrace_implied *imp = NULL;
-	char **v;
-	size_t n = 0, cap;
-	int r;
-
-	r = ftrace_atrace_implied(cfg, FTRACE_ATRACE_RSS_THROTTLED_OK, &imp);
-	if (r < 0)
-		return r;
-	cap = cfg->n_ftrace_events + imp->n_events + 1;
-	v = calloc(cap, sizeof(*v));
-	if (!v) {
-		ftrace_atrace_implied_free(imp);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; r >= 0 && i < cfg->n_ftrace_events; i++) {
-		if (!cfg->ftrace_events[i])
-			continue;
-		v[n] = strdup(cfg->ftrace_events[i]);
-		r = v[n++] ? 0 : -ENOMEM;
-	}
-	for (size_t i = 0; r >= 0 && i < imp->n_events; i++) {
-		v[n] = strdup_printf("%s/%s", imp->events[i].group, imp->events[i].name);
-		r = v[n++] ? 0 : -ENOMEM;
-	}
-	if (r >= 0 && cfg->has_throttle_rss_stat && cfg->throttle_rss_stat) {
-		v[n] = strdup("synthetic/rss_stat_throttled");
-		r = v[n++] ? 0 : -ENOMEM;
-	}
-	ftrace_atrace_implied_free(imp);
-	if (r < 0) {
-		ftrace_opts_strv_free(v, n);
-		return r;
-	}
-	*ret = v;
-	*ret_n = n;
 	return 0;
 }
 
@@ -130,94 +75,22 @@ static int add_failed(struct ftrace_extra *x, const char *what, const char *why)
 	return line ? str_append_line(&x->warnings, line) : -ENOMEM;
 }
 
-static int warn_line(struct ftrace_extra *x, char *line)
+int ftrace_extra_new(struct ftrace_plan *plan, struct ftrace_extra **ret)
 {
-	int r;
-
-	if (!line)
-		return -ENOMEM;
-	r = str_append_line(&x->warnings, line);
-	free(line);
-	return r;
-}
-
-static bool wants_functions(const Perfetto__Protos__FtraceConfig *cfg)
-{
-	bool graph = cfg->has_enable_function_graph && cfg->enable_function_graph;
-
-	return cfg->n_kprobe_events > 0 ||
-	       (graph && (cfg->n_function_filters > 0 || cfg->n_function_graph_roots > 0));
-}
-
-/* Refused and dropped entries of one filter list, as failed_ftrace_events. */
-static int report_filter(struct ftrace_extra *x, const char *list, const struct ftrace_funcs_filter *f)
-{
-	int r = 0;
-
-	for (size_t i = 0; r >= 0 && i < f->n_rejected; i++) {
-		_cleanup_free_ char *what = strdup_printf("%s: %s", list, f->rejected[i]);
-
-		r = what ? add_failed(x, what, "not a kernel function, or not a valid name") : -ENOMEM;
-	}
-	if (r >= 0 && f->n_rejected_total > f->n_rejected) {
-		_cleanup_free_ char *why = strdup_printf("%zu more entries refused", f->n_rejected_total - f->n_rejected);
-
-		r = why ? add_failed(x, list, why) : -ENOMEM;
-	}
-	if (r >= 0 && f->n_dropped > 0) {
-		_cleanup_free_ char *why = strdup_printf("%zu entries past the first %u dropped", f->n_dropped,
-							 FTRACE_MAX_FUNCTION_FILTERS);
-
-		r = why ? add_failed(x, list, why) : -ENOMEM;
-	}
-	return r;
-}
-
-int ftrace_extra_new(const Perfetto__Protos__FtraceConfig *cfg, struct ftrace_tracefs *t, struct ftrace_extra **ret)
-{
-	struct ftrace_funcs *avail = NULL;
 	struct ftrace_extra *x;
-	int r = 0;
 
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
-	if (wants_functions(cfg)) {
-		_cleanup_free_ char *text = NULL;
-		size_t len = 0;
-
-		/* Only the top level has it; the functions are the kernel's, not the directory's. */
-		r = ftrace_tracefs_read_root(t, "available_filter_functions", FUNCS_TEXT_MAX, &text);
-		if (r >= 0) {
-			len = strlen(text);
-			r = ftrace_funcs_parse(text, len, &avail);
-		}
-		else if (r != -ENOMEM)
-			/* Some kernels refuse it even to root: the kernel then judges the names. */
-			r = warn_line(x, strdup_printf("ftrace: cannot read available_filter_functions (%s): function "
-						       "names are checked for their characters only", strerror(-r)));
-	}
-	if (r >= 0)
-		r = ftrace_kprobe_plan_build(cfg, avail, &x->kplan);
-	for (size_t i = 0; r >= 0 && i < x->kplan->n_rejected; i++)
-		r = add_failed(x, x->kplan->rejected[i], "refused: not a kernel function, or not a valid name");
-	if (r >= 0 && cfg->has_enable_function_graph && cfg->enable_function_graph) {
-		x->max_depth = cfg->has_function_graph_max_depth ? cfg->function_graph_max_depth : 0;
-		r = ftrace_funcs_filter_build(avail, (const char *const *)cfg->function_filters,
-					      cfg->n_function_filters, &x->filters);
-		if (r >= 0)
-			r = ftrace_funcs_filter_build(avail, (const char *const *)cfg->function_graph_roots,
-						      cfg->n_function_graph_roots, &x->roots);
-		if (r >= 0)
-			r = report_filter(x, "function_filters", x->filters);
-		if (r >= 0)
-			r = report_filter(x, "function_graph_roots", x->roots);
-	}
-	ftrace_funcs_free(avail);
-	if (r < 0) {
-		ftrace_extra_free(x);
-		return r;
-	}
+	/* Taken over from the plan: what it refused comes first in our lists. */
+	x->kplan = TAKE_PTR(plan->kprobes);
+	x->filters = TAKE_PTR(plan->function_filters);
+	x->roots = TAKE_PTR(plan->graph_roots);
+	x->max_depth = plan->graph_max_depth;
+	x->failed = TAKE_PTR(plan->failed);
+	x->n_failed = plan->n_failed;
+	plan->n_failed = 0;
+	x->warnings = TAKE_PTR(plan->warnings);
 	*ret = x;
 	return 0;
 }

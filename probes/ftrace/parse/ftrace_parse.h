@@ -256,16 +256,31 @@ bool ftrace_parser_has_kernel_addresses(const struct ftrace_parser *p);
 /* ---- print filter (FtraceConfig.print_filter) ------------------------- */
 
 struct ftrace_print_filter;
-struct Perfetto__Protos__FtraceConfig__PrintFilter;
+
+/* Rules one filter may hold. */
+#define FTRACE_PRINT_FILTER_MAX_RULES 1024u
+
+enum ftrace_print_match {
+	FTRACE_PRINT_MATCH_NONE,        /* nothing to match: never matches, left out */
+	FTRACE_PRINT_MATCH_PREFIX,      /* the message starts with prefix */
+	FTRACE_PRINT_MATCH_ATRACE,      /* "<type>|<pid>|<rest>", rest starting with prefix */
+};
+
+/* One rule, as the plan has it (the strings are copied by the filter). */
+struct ftrace_print_rule {
+	enum ftrace_print_match match;
+	const char *type;               /* FTRACE_PRINT_MATCH_ATRACE */
+	const char *prefix;
+	bool allow;
+};
 
 /**
- * ftrace_print_filter_new - compile @cfg's rules.  No rules (or NULL) gives
- * NULL: every print event is kept.
- * Returns: 0, -E2BIG for more than 1024 rules, -EINVAL for a string over
- * 4 KiB, -ENOMEM.
+ * ftrace_print_filter_new - compile @n @rules, tried in order.  No rules
+ * gives *@ret = NULL (everything kept).
+ * Returns: 0, -E2BIG (more than FTRACE_PRINT_FILTER_MAX_RULES), -EINVAL (a
+ * string too long), -ENOMEM.
  */
-int ftrace_print_filter_new(const struct Perfetto__Protos__FtraceConfig__PrintFilter *cfg,
-			    struct ftrace_print_filter **ret);
+int ftrace_print_filter_new(const struct ftrace_print_rule *rules, size_t n, struct ftrace_print_filter **ret);
 struct ftrace_print_filter *ftrace_print_filter_free(struct ftrace_print_filter *f);
 
 /**

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * FtraceConfig.print_filter: which ftrace/print events (trace_marker writes)
- * a session keeps.  Rules are tried in order and the first that matches the
- * message decides; a message no rule matches is kept.  A rule matches either
+ * The print filter (FtraceConfig.print_filter, as the plan's plain rules):
+ * which ftrace/print events (trace_marker writes) a session keeps.  Rules
+ * are tried in order and the first that matches the message decides; a
+ * message no rule matches is kept.  A rule matches either
  * a plain prefix of the message, or an atrace message "<type>|<pid>|<rest>"
  * of the given type whose <rest> starts with the given prefix.
  *
@@ -12,10 +13,8 @@
 #include <string.h>
 
 #include "probes/ftrace/parse/ftrace_parse.h"
-#include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
 
-#define PRINT_FILTER_MAX_RULES 1024u
 #define PRINT_FILTER_MAX_STRING 4096u
 
 struct print_rule {
@@ -93,40 +92,39 @@ static int dup_bounded(const char *s, char **ret, size_t *ret_len)
 	return 0;
 }
 
-int ftrace_print_filter_new(const Perfetto__Protos__FtraceConfig__PrintFilter *cfg,
-			    struct ftrace_print_filter **ret)
+int ftrace_print_filter_new(const struct ftrace_print_rule *rules, size_t n, struct ftrace_print_filter **ret)
 {
 	struct ftrace_print_filter *f;
 	int r = 0;
 
-	if (!cfg || cfg->n_rules == 0) {
+	if (n == 0) {
 		*ret = NULL;
 		return 0;
 	}
-	if (cfg->n_rules > PRINT_FILTER_MAX_RULES)
+	if (n > FTRACE_PRINT_FILTER_MAX_RULES)
 		return -E2BIG;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	f->rules = calloc(cfg->n_rules, sizeof(*f->rules));
+	f->rules = calloc(n, sizeof(*f->rules));
 	if (!f->rules) {
 		free(f);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < cfg->n_rules && r >= 0; i++) {
-		const Perfetto__Protos__FtraceConfig__PrintFilter__Rule *c = cfg->rules[i];
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		const struct ftrace_print_rule *c = &rules[i];
 		struct print_rule *pr = &f->rules[f->n_rules];
 
-		pr->allow = c->has_allow && c->allow;
-		switch (c->match_case) {
-		case PERFETTO__PROTOS__FTRACE_CONFIG__PRINT_FILTER__RULE__MATCH_PREFIX:
+		pr->allow = c->allow;
+		switch (c->match) {
+		case FTRACE_PRINT_MATCH_PREFIX:
 			r = dup_bounded(c->prefix, &pr->prefix, &pr->prefix_len);
 			break;
-		case PERFETTO__PROTOS__FTRACE_CONFIG__PRINT_FILTER__RULE__MATCH_ATRACE_MSG:
+		case FTRACE_PRINT_MATCH_ATRACE:
 			pr->atrace = true;
-			r = dup_bounded(c->atrace_msg->type, &pr->type, &pr->type_len);
+			r = dup_bounded(c->type, &pr->type, &pr->type_len);
 			if (r >= 0)
-				r = dup_bounded(c->atrace_msg->prefix, &pr->prefix, &pr->prefix_len);
+				r = dup_bounded(c->prefix, &pr->prefix, &pr->prefix_len);
 			break;
 		default:
 			/* a rule with nothing to match never matches: leave it out */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * atrace categories on Linux, and the other events that FtraceConfig
- * options switch on by themselves.  The category table is data
+ * atrace categories on Linux, and the other events that config options
+ * switch on by themselves (the options come in as a plain request,
+ * filled by the resolve step, ftrace_plan.c).  The category table is data
  * (ftrace_atrace.inc, generated from Perfetto's); this file only looks it
  * up.  Pure.
  */
@@ -10,7 +11,6 @@
 #include <string.h>
 
 #include "probes/ftrace/plan/ftrace_plan.h"
-#include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
 
 struct atrace_row {
@@ -135,8 +135,8 @@ static void sort_unique(struct ftrace_atrace_implied *a)
 	a->n_events = w;
 }
 
-int ftrace_atrace_implied(const Perfetto__Protos__FtraceConfig *cfg, unsigned flags,
-			  struct ftrace_atrace_implied **ret)
+int ftrace_atrace_implied_from(const struct ftrace_atrace_request *req, unsigned flags,
+			       struct ftrace_atrace_implied **ret)
 {
 	struct ftrace_atrace_implied *a;
 	struct builder b = { 0 };
@@ -147,19 +147,19 @@ int ftrace_atrace_implied(const Perfetto__Protos__FtraceConfig *cfg, unsigned fl
 		return -ENOMEM;
 	b.a = a;
 
-	a->atrace_userspace = cfg->n_atrace_categories > 0 || cfg->n_atrace_apps > 0;
+	a->atrace_userspace = req->n_categories > 0 || req->apps;
 	if (a->atrace_userspace)
 		r = add_event(&b, "ftrace", "print", 0);
-	if (r >= 0 && !(cfg->has_atrace_userspace_only && cfg->atrace_userspace_only))
-		for (size_t i = 0; i < cfg->n_atrace_categories && r >= 0; i++)
-			if (cfg->atrace_categories[i])
-				r = add_category(&b, cfg->atrace_categories[i], flags);
-	if (r >= 0 && cfg->n_syscall_events > 0) {
+	if (r >= 0 && !req->userspace_only)
+		for (size_t i = 0; i < req->n_categories && r >= 0; i++)
+			if (req->categories[i])
+				r = add_category(&b, req->categories[i], flags);
+	if (r >= 0 && req->syscalls) {
 		r = add_event(&b, "raw_syscalls", "sys_enter", 0);
 		if (r >= 0)
 			r = add_event(&b, "raw_syscalls", "sys_exit", 0);
 	}
-	if (r >= 0 && cfg->has_enable_function_graph && cfg->enable_function_graph) {
+	if (r >= 0 && req->function_graph) {
 		r = add_event(&b, "ftrace", "funcgraph_entry", 0);
 		if (r >= 0)
 			r = add_event(&b, "ftrace", "funcgraph_exit", 0);
@@ -169,8 +169,7 @@ int ftrace_atrace_implied(const Perfetto__Protos__FtraceConfig *cfg, unsigned fl
 		return r;
 	}
 	sort_unique(a);
-	a->replace_rss_stat = cfg->has_throttle_rss_stat && cfg->throttle_rss_stat &&
-			      (flags & FTRACE_ATRACE_RSS_THROTTLED_OK);
+	a->replace_rss_stat = req->throttle_rss_stat && (flags & FTRACE_ATRACE_RSS_THROTTLED_OK);
 	*ret = a;
 	return 0;
 }

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "probes/ftrace/plan/ftrace_plan.h"
-#include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
 
 bool ftrace_kprobe_name_valid(const char *s)
@@ -69,8 +68,8 @@ static int reject(struct ftrace_kprobe_plan *p, const char *group, const char *n
 	return ftrace_opts_report(&p->rejected, &p->n_rejected, full);
 }
 
-int ftrace_kprobe_plan_build(const Perfetto__Protos__FtraceConfig *cfg, const struct ftrace_funcs *avail,
-			     struct ftrace_kprobe_plan **ret)
+int ftrace_kprobe_plan_from(const struct ftrace_kprobe_request *reqs, size_t n, const struct ftrace_funcs *avail,
+			    struct ftrace_kprobe_plan **ret)
 {
 	struct ftrace_kprobe_plan *p;
 	size_t cap = 0;
@@ -79,15 +78,10 @@ int ftrace_kprobe_plan_build(const Perfetto__Protos__FtraceConfig *cfg, const st
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	for (size_t i = 0; i < cfg->n_kprobe_events && r >= 0; i++) {
-		const Perfetto__Protos__FtraceConfig__KprobeEvent *k = cfg->kprobe_events[i];
-		int type = k && k->has_type ? (int)k->type : 0;
-		bool want_k = type == PERFETTO__PROTOS__FTRACE_CONFIG__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_KPROBE ||
-			      type == PERFETTO__PROTOS__FTRACE_CONFIG__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_BOTH;
-		bool want_r = type == PERFETTO__PROTOS__FTRACE_CONFIG__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_KRETPROBE ||
-			      type == PERFETTO__PROTOS__FTRACE_CONFIG__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_BOTH;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		bool want_k = reqs[i].kprobe, want_r = reqs[i].kretprobe;
 		bool both = want_k && want_r;
-		const char *name = k ? k->probe : NULL;
+		const char *name = reqs[i].probe;
 
 		if (!want_k && !want_r)
 			continue;

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * FtraceConfig validation and event-name resolution.  Pure: the list of
- * available events comes in as data, so the fuzz target and the unit tests
- * run it without a kernel.  Every name that leaves this file has passed
+ * The resolve step: the one place that reads a FtraceConfig.  It turns the
+ * config into a plan (struct ftrace_plan): validated, every default
+ * applied, event names resolved, and the options the other files of this
+ * room plan (atrace, kprobes, function filters) read out into plain
+ * requests for them.  Pure: what it needs from the system (the available
+ * events, available_filter_functions) comes in through the caller's
+ * callbacks or as data, so the fuzz target and the unit tests run it
+ * without a kernel.  Every name that leaves this file has passed
  * ftrace_name_valid(), which is what makes it safe to put in a path.
  */
 
@@ -10,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "probes/ftrace/plan/ftrace_plan_internal.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
@@ -525,5 +531,274 @@ struct ftrace_config *ftrace_config_free(struct ftrace_config *c)
 		free(c->options[i].name);
 	free(c->options);
 	free(c);
+	return NULL;
+}
+
+/* ---- the options other files plan, read out of the config here ------------ */
+
+int ftrace_atrace_implied(const Perfetto__Protos__FtraceConfig *cfg, unsigned flags,
+			  struct ftrace_atrace_implied **ret)
+{
+	struct ftrace_atrace_request req = {
+		.categories = (const char *const *)cfg->atrace_categories,
+		.n_categories = cfg->n_atrace_categories,
+		.apps = cfg->n_atrace_apps > 0,
+		.userspace_only = cfg->has_atrace_userspace_only && cfg->atrace_userspace_only,
+		.syscalls = cfg->n_syscall_events > 0,
+		.function_graph = cfg->has_enable_function_graph && cfg->enable_function_graph,
+		.throttle_rss_stat = cfg->has_throttle_rss_stat && cfg->throttle_rss_stat,
+	};
+
+	return ftrace_atrace_implied_from(&req, flags, ret);
+}
+
+int ftrace_kprobe_plan_build(const Perfetto__Protos__FtraceConfig *cfg, const struct ftrace_funcs *avail,
+			     struct ftrace_kprobe_plan **ret)
+{
+	_cleanup_free_ struct ftrace_kprobe_request *reqs = NULL;
+
+	reqs = calloc(cfg->n_kprobe_events ? cfg->n_kprobe_events : 1, sizeof(*reqs));
+	if (!reqs)
+		return -ENOMEM;
+	for (size_t i = 0; i < cfg->n_kprobe_events; i++) {
+		const Perfetto__Protos__FtraceConfig__KprobeEvent *k = cfg->kprobe_events[i];
+		int type = k && k->has_type ? (int)k->type : 0;
+
+		reqs[i].probe = k ? k->probe : NULL;
+		reqs[i].kprobe = type == PERFETTO__PROTOS__FTRACE_CONFIG__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_KPROBE ||
+				 type == PERFETTO__PROTOS__FTRACE_CONFIG__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_BOTH;
+		reqs[i].kretprobe =
+			type == PERFETTO__PROTOS__FTRACE_CONFIG__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_KRETPROBE ||
+			type == PERFETTO__PROTOS__FTRACE_CONFIG__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_BOTH;
+	}
+	return ftrace_kprobe_plan_from(reqs, cfg->n_kprobe_events, avail, ret);
+}
+
+/* ---- the plan -------------------------------------------------------------- */
+
+static void ftrace_plan_freep(struct ftrace_plan **p)
+{
+	ftrace_plan_free(*p);
+}
+
+static bool has_exclusive(const Perfetto__Protos__FtraceConfig *cfg)
+{
+	return cfg->n_tids_to_trace > 0 || cfg->n_tracefs_options > 0 ||
+	       (cfg->tracing_cpumask && cfg->tracing_cpumask[0]);
+}
+
+/* The names the directory's event list must hold for @cfg to resolve: the
+ * full list is thousands of events. */
+static int event_requests(const Perfetto__Protos__FtraceConfig *cfg, char ***ret, size_t *ret_n)
+{
+	_cleanup_(ftrace_atrace_implied_freep) struct ftrace_atrace_implied *imp = NULL;
+	char **v;
+	size_t n = 0, cap;
+	int r;
+
+	r = ftrace_atrace_implied(cfg, FTRACE_ATRACE_RSS_THROTTLED_OK, &imp);
+	if (r < 0)
+		return r;
+	cap = cfg->n_ftrace_events + imp->n_events + 1;
+	v = calloc(cap, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; r >= 0 && i < cfg->n_ftrace_events; i++) {
+		if (!cfg->ftrace_events[i])
+			continue;
+		v[n] = strdup(cfg->ftrace_events[i]);
+		r = v[n++] ? 0 : -ENOMEM;
+	}
+	for (size_t i = 0; r >= 0 && i < imp->n_events; i++) {
+		v[n] = strdup_printf("%s/%s", imp->events[i].group, imp->events[i].name);
+		r = v[n++] ? 0 : -ENOMEM;
+	}
+	if (r >= 0 && cfg->has_throttle_rss_stat && cfg->throttle_rss_stat) {
+		v[n] = strdup("synthetic/rss_stat_throttled");
+		r = v[n++] ? 0 : -ENOMEM;
+	}
+	if (r < 0) {
+		ftrace_opts_strv_free(v, n);
+		return r;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+static int print_rules(const Perfetto__Protos__FtraceConfig__PrintFilter *pf, struct ftrace_plan *p)
+{
+	if (!pf || pf->n_rules == 0)
+		return 0;
+	p->print_rules = calloc(pf->n_rules, sizeof(*p->print_rules));
+	if (!p->print_rules)
+		return -ENOMEM;
+	/* Every rule, even one with nothing to match: the filter counts them
+	 * against its limit as they were given. */
+	for (size_t i = 0; i < pf->n_rules; i++) {
+		const Perfetto__Protos__FtraceConfig__PrintFilter__Rule *c = pf->rules[i];
+		struct ftrace_print_rule *pr = &p->print_rules[p->n_print_rules++];
+		const char *type = NULL, *prefix = NULL;
+
+		pr->allow = c->has_allow && c->allow;
+		switch (c->match_case) {
+		case PERFETTO__PROTOS__FTRACE_CONFIG__PRINT_FILTER__RULE__MATCH_PREFIX:
+			pr->match = FTRACE_PRINT_MATCH_PREFIX;
+			prefix = c->prefix;
+			break;
+		case PERFETTO__PROTOS__FTRACE_CONFIG__PRINT_FILTER__RULE__MATCH_ATRACE_MSG:
+			pr->match = FTRACE_PRINT_MATCH_ATRACE;
+			type = c->atrace_msg->type;
+			prefix = c->atrace_msg->prefix;
+			break;
+		default:
+			pr->match = FTRACE_PRINT_MATCH_NONE;
+			break;
+		}
+		if ((type && !(pr->type = strdup(type))) || (prefix && !(pr->prefix = strdup(prefix))))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int add_failed(struct ftrace_plan *p, const char *what, const char *why)
+{
+	char **n = reallocarray(p->failed, p->n_failed + 1, sizeof(*n));
+	_cleanup_free_ char *line = NULL;
+
+	if (!n)
+		return -ENOMEM;
+	p->failed = n;
+	p->failed[p->n_failed] = strdup_printf("%s (%s)", what, why);
+	if (!p->failed[p->n_failed])
+		return -ENOMEM;
+	p->n_failed++;
+	line = strdup_printf("ftrace: %s: %s", what, why);
+	return line ? str_append_line(&p->warnings, line) : -ENOMEM;
+}
+
+/* Refused and dropped entries of one filter list, as failed_ftrace_events. */
+static int report_filter(struct ftrace_plan *p, const char *list, const struct ftrace_funcs_filter *f)
+{
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < f->n_rejected; i++) {
+		_cleanup_free_ char *what = strdup_printf("%s: %s", list, f->rejected[i]);
+
+		r = what ? add_failed(p, what, "not a kernel function, or not a valid name") : -ENOMEM;
+	}
+	if (r >= 0 && f->n_rejected_total > f->n_rejected) {
+		_cleanup_free_ char *why = strdup_printf("%zu more entries refused", f->n_rejected_total - f->n_rejected);
+
+		r = why ? add_failed(p, list, why) : -ENOMEM;
+	}
+	if (r >= 0 && f->n_dropped > 0) {
+		_cleanup_free_ char *why = strdup_printf("%zu entries past the first %u dropped", f->n_dropped,
+							 FTRACE_MAX_FUNCTION_FILTERS);
+
+		r = why ? add_failed(p, list, why) : -ENOMEM;
+	}
+	return r;
+}
+
+/* Kprobes and the function graph filters, against the kernel's functions. */
+static int plan_functions(const Perfetto__Protos__FtraceConfig *cfg, const struct ftrace_plan_env *env,
+			  struct ftrace_plan *p)
+{
+	bool graph = cfg->has_enable_function_graph && cfg->enable_function_graph;
+	struct ftrace_funcs *avail = NULL;
+	int r = 0;
+
+	if (cfg->n_kprobe_events > 0 || (graph && (cfg->n_function_filters > 0 || cfg->n_function_graph_roots > 0))) {
+		_cleanup_free_ char *text = NULL;
+
+		r = env->read_functions ? env->read_functions(env->userdata, &text) : -ENOENT;
+		if (r >= 0)
+			r = ftrace_funcs_parse(text, strlen(text), &avail);
+		else if (r != -ENOMEM) {
+			/* Some kernels refuse it even to root: the kernel then judges the names. */
+			char *line = strdup_printf("ftrace: cannot read available_filter_functions (%s): function "
+						   "names are checked for their characters only", strerror(-r));
+
+			r = line ? str_append_line(&p->warnings, line) : -ENOMEM;
+			free(line);
+		}
+	}
+	if (r >= 0)
+		r = ftrace_kprobe_plan_build(cfg, avail, &p->kprobes);
+	for (size_t i = 0; r >= 0 && i < p->kprobes->n_rejected; i++)
+		r = add_failed(p, p->kprobes->rejected[i], "refused: not a kernel function, or not a valid name");
+	if (r >= 0 && graph) {
+		p->graph_max_depth = cfg->has_function_graph_max_depth ? cfg->function_graph_max_depth : 0;
+		r = ftrace_funcs_filter_build(avail, (const char *const *)cfg->function_filters,
+					      cfg->n_function_filters, &p->function_filters);
+		if (r >= 0)
+			r = ftrace_funcs_filter_build(avail, (const char *const *)cfg->function_graph_roots,
+						      cfg->n_function_graph_roots, &p->graph_roots);
+		if (r >= 0)
+			r = report_filter(p, "function_filters", p->function_filters);
+		if (r >= 0)
+			r = report_filter(p, "function_graph_roots", p->graph_roots);
+	}
+	ftrace_funcs_free(avail);
+	return r;
+}
+
+int ftrace_plan_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struct ftrace_plan_env *env,
+			struct ftrace_plan **ret, char **ret_error)
+{
+	_cleanup_(ftrace_plan_freep) struct ftrace_plan *p = NULL;
+	char **reqs = NULL;
+	size_t n_reqs = 0;
+	const char *inst;
+	int r;
+
+	if (!cfg || !env || !env->read_events || !ret)
+		return -EINVAL;
+	r = ftrace_config_instance_name(cfg, &inst, ret_error);
+	if (r < 0)
+		return r;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+
+	r = event_requests(cfg, &reqs, &n_reqs);
+	if (r < 0)
+		return r;
+	r = env->read_events(env->userdata, inst, has_exclusive(cfg), (const char *const *)reqs, n_reqs, &p->avail,
+			     ret_error);
+	ftrace_opts_strv_free(reqs, n_reqs);
+	if (r < 0)
+		return r;
+	r = ftrace_config_resolve(cfg, p->avail, env->ram_bytes, &p->config, ret_error);
+	if (r < 0)
+		return r;
+	r = print_rules(cfg->print_filter, p);
+	if (r < 0)
+		return r;
+	r = plan_functions(cfg, env, p);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+struct ftrace_plan *ftrace_plan_free(struct ftrace_plan *p)
+{
+	if (!p)
+		return NULL;
+	ftrace_config_free(p->config);
+	ftrace_event_list_free(p->avail);
+	for (size_t i = 0; i < p->n_print_rules; i++) {
+		free((char *)p->print_rules[i].type);
+		free((char *)p->print_rules[i].prefix);
+	}
+	free(p->print_rules);
+	ftrace_kprobe_plan_free(p->kprobes);
+	ftrace_funcs_filter_free(p->function_filters);
+	ftrace_funcs_filter_free(p->graph_roots);
+	ftrace_opts_strv_free(p->failed, p->n_failed);
+	free(p->warnings);
+	free(p);
 	return NULL;
 }

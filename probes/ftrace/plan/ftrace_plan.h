@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 struct Perfetto__Protos__FtraceConfig;
-struct Perfetto__Protos__FtraceConfig__KprobeEvent;
+struct ftrace_print_rule;
 
 /* Bounds on anything a config or the kernel can make us hold. */
 #define FTRACE_NAME_MAX 127u            /* one group or event name */
@@ -141,6 +141,22 @@ bool ftrace_atrace_category_known(const char *category);
  */
 int ftrace_atrace_implied(const struct Perfetto__Protos__FtraceConfig *cfg, unsigned flags,
 			  struct ftrace_atrace_implied **ret);
+
+/* The options ftrace_atrace_implied_from() reads, out of a config. */
+struct ftrace_atrace_request {
+	const char *const *categories;  /* atrace_categories (NULL entries skipped) */
+	size_t n_categories;
+	bool apps;                      /* atrace_apps is not empty */
+	bool userspace_only;            /* atrace_userspace_only */
+	bool syscalls;                  /* syscall_events is not empty */
+	bool function_graph;            /* enable_function_graph */
+	bool throttle_rss_stat;
+};
+
+/* ftrace_atrace_implied() on the options already read out of the config
+ * (ftrace_atrace.c; ftrace_atrace_implied() is its adapter, ftrace_plan.c). */
+int ftrace_atrace_implied_from(const struct ftrace_atrace_request *req, unsigned flags,
+			       struct ftrace_atrace_implied **ret);
 struct ftrace_atrace_implied *ftrace_atrace_implied_free(struct ftrace_atrace_implied *a);
 
 /* ==== syscall_events (ftrace_syscalls.c) ================================= */
@@ -303,14 +319,25 @@ struct ftrace_kprobe_plan {
  */
 bool ftrace_kprobe_name_valid(const char *s);
 
+/* One kprobe_events entry: KPROBE sets kprobe, KRETPROBE kretprobe, BOTH
+ * both, UNKNOWN neither. */
+struct ftrace_kprobe_request {
+	const char *probe;              /* may be NULL (refused) */
+	bool kprobe, kretprobe;
+};
+
 /**
- * ftrace_kprobe_plan_build - the probes @cfg's kprobe_events ask for:
- * KPROBE gives an instant kprobe, KRETPROBE an instant kretprobe, BOTH a
- * kprobe that begins and a kretprobe that ends a slice; UNKNOWN is skipped.
- * A name must be valid and, when @avail is given, a function of it;
- * others go to rejected.  At most FTRACE_MAX_KPROBES entries are read.
+ * ftrace_kprobe_plan_from - the probes @n @reqs ask for: a kprobe alone is
+ * an instant kprobe, a kretprobe alone an instant kretprobe, both a kprobe
+ * that begins and a kretprobe that ends a slice; neither is skipped.  A
+ * name must be valid and, when @avail is given, a function of it; others
+ * go to rejected.  At most FTRACE_MAX_KPROBES entries are read.
  * Returns: 0, -ENOMEM.
  */
+int ftrace_kprobe_plan_from(const struct ftrace_kprobe_request *reqs, size_t n, const struct ftrace_funcs *avail,
+			    struct ftrace_kprobe_plan **ret);
+
+/* ftrace_kprobe_plan_from() of @cfg's kprobe_events (ftrace_plan.c). */
 int ftrace_kprobe_plan_build(const struct Perfetto__Protos__FtraceConfig *cfg,
 			     const struct ftrace_funcs *avail, struct ftrace_kprobe_plan **ret);
 struct ftrace_kprobe_plan *ftrace_kprobe_plan_free(struct ftrace_kprobe_plan *p);
@@ -461,3 +488,60 @@ int ftrace_config_resolve(const struct Perfetto__Protos__FtraceConfig *cfg,
 			  const struct ftrace_event_list *avail, uint64_t ram_bytes,
 			  struct ftrace_config **ret, char **ret_error);
 struct ftrace_config *ftrace_config_free(struct ftrace_config *c);
+
+/* ==== the plan: one FtraceConfig resolved once (ftrace_plan.c) =========== */
+
+/*
+ * What resolving needs from the system, asked for only as the config
+ * needs it; the data source answers from its tracefs directory.
+ */
+struct ftrace_plan_env {
+	/*
+	 * Join the directory of @instance_name (NULL: the top level) and read
+	 * the events @n_reqs @reqs can resolve to (ftrace_tracefs_read_available()).
+	 * @exclusive: the config sets tids_to_trace, tracing_cpumask or
+	 * tracefs_options, so it needs the directory to itself.
+	 * Returns: 0 or -errno with a reason in *@ret_error.
+	 */
+	int (*read_events)(void *userdata, const char *instance_name, bool exclusive, const char *const *reqs,
+			   size_t n_reqs, struct ftrace_event_list **ret, char **ret_error);
+	/*
+	 * available_filter_functions (malloc'd, NUL-terminated), asked for only
+	 * when kprobe_events or function graph filters need it.
+	 * Returns: 0 or -errno (-ENOMEM fails the resolve; any other is a
+	 * warning, and names are then checked for their characters only).
+	 */
+	int (*read_functions)(void *userdata, char **ret_text);
+	void *userdata;
+	uint64_t ram_bytes;             /* picks the default buffer size */
+};
+
+/* Everything the setup does, decided: nothing after it reads the config. */
+struct ftrace_plan {
+	struct ftrace_event_list *avail;        /* config->events point into it */
+	struct ftrace_config *config;           /* events, buffer, exclusive options */
+	struct ftrace_print_rule *print_rules;  /* print_filter, strings owned */
+	size_t n_print_rules;
+	struct ftrace_kprobe_plan *kprobes;     /* kprobe_events */
+	/* function_filters and function_graph_roots: NULL unless function_graph */
+	struct ftrace_funcs_filter *function_filters, *graph_roots;
+	uint32_t graph_max_depth;
+	/* refused kprobes and filter entries, "what (why)", for
+	 * failed_ftrace_events; the same as log lines (and others) in warnings */
+	char **failed;
+	size_t n_failed;
+	char *warnings;
+};
+
+/**
+ * ftrace_plan_resolve - read @cfg once into a plan: the instance name is
+ * checked, its directory joined and its events read through @env, the
+ * config validated and resolved (ftrace_config_resolve()), the print
+ * filter rules copied, and the kprobes and function filters planned
+ * against available_filter_functions.
+ * Returns: 0, -EINVAL with a reason for a config we reject, the errors of
+ * @env->read_events, -ENOMEM.
+ */
+int ftrace_plan_resolve(const struct Perfetto__Protos__FtraceConfig *cfg, const struct ftrace_plan_env *env,
+			struct ftrace_plan **ret, char **ret_error);
+struct ftrace_plan *ftrace_plan_free(struct ftrace_plan *p);
