@@ -89,16 +89,23 @@ static int add_event(struct builder *b, const char *group, const char *name, uns
 static int add_category(struct builder *b, const char *category, unsigned flags)
 {
 	bool throttled = flags & FTRACE_ATRACE_RSS_THROTTLED_OK;
+	bool either = flags & FTRACE_ATRACE_RSS_THROTTLED_EITHER;
 	int r;
 
 	if (!ftrace_atrace_category_known(category))
 		return ftrace_opts_report(&b->a->unknown_categories, &b->a->n_unknown_categories, category);
 	for (size_t i = category_first_row(category);
 	     i < ARRAY_SIZE(rows) && strcmp(rows[i].category, category) == 0; i++) {
-		if ((rows[i].condition == FTRACE_ATRACE_IF_RSS_THROTTLED && !throttled) ||
-		    (rows[i].condition == FTRACE_ATRACE_UNLESS_RSS_THROTTLED && throttled))
+		unsigned ev_flags = FTRACE_ATRACE_OPTIONAL;
+
+		if (either)
+			ev_flags |= rows[i].condition == FTRACE_ATRACE_IF_RSS_THROTTLED ? FTRACE_ATRACE_IF_THROTTLED :
+				    rows[i].condition == FTRACE_ATRACE_UNLESS_RSS_THROTTLED ? FTRACE_ATRACE_UNLESS_THROTTLED :
+				    0;
+		else if ((rows[i].condition == FTRACE_ATRACE_IF_RSS_THROTTLED && !throttled) ||
+			 (rows[i].condition == FTRACE_ATRACE_UNLESS_RSS_THROTTLED && throttled))
 			continue;
-		r = add_event(b, rows[i].group, rows[i].name, FTRACE_ATRACE_OPTIONAL);
+		r = add_event(b, rows[i].group, rows[i].name, ev_flags);
 		if (r < 0)
 			return r;
 	}
@@ -115,8 +122,9 @@ static int event_cmp(const void *x, const void *y)
 	c = strcmp(a->name, b->name);
 	if (c)
 		return c;
-	/* required (flags 0) first, so the dedup below keeps it */
-	return (int)(a->flags & FTRACE_ATRACE_OPTIONAL) - (int)(b->flags & FTRACE_ATRACE_OPTIONAL);
+	/* required (flags 0) first, then optional, then conditional: the
+	 * dedup below keeps the least conditional */
+	return (int)a->flags - (int)b->flags;
 }
 
 static void sort_unique(struct ftrace_atrace_implied *a)
@@ -169,7 +177,8 @@ int ftrace_atrace_implied_from(const struct ftrace_atrace_request *req, unsigned
 		return r;
 	}
 	sort_unique(a);
-	a->replace_rss_stat = req->throttle_rss_stat && (flags & FTRACE_ATRACE_RSS_THROTTLED_OK);
+	a->replace_rss_stat = req->throttle_rss_stat &&
+			      (flags & (FTRACE_ATRACE_RSS_THROTTLED_OK | FTRACE_ATRACE_RSS_THROTTLED_EITHER));
 	*ret = a;
 	return 0;
 }

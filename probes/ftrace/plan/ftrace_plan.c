@@ -209,15 +209,20 @@ static uint32_t default_buffer_kb(uint64_t ram_bytes)
 }
 
 /* Every event of @imp: the required ones resolve like ftrace_events, the optional ones only if present. */
-static int resolve_implied(struct resolver *rs, const struct ftrace_atrace_implied *imp)
+static int resolve_implied(struct resolver *rs, const struct ftrace_atrace_implied *imp, bool throttled)
 {
 	const struct ftrace_event_list *l = rs->avail;
 	int r;
 
 	for (size_t i = 0; i < imp->n_events; i++) {
 		const struct ftrace_atrace_event *ae = &imp->events[i];
-		const struct ftrace_event_name *e = ftrace_event_list_find(l, ae->group, ae->name);
+		const struct ftrace_event_name *e;
 
+		/* The rows of the category table that depend on the kernel. */
+		if (((ae->flags & FTRACE_ATRACE_IF_THROTTLED) && !throttled) ||
+		    ((ae->flags & FTRACE_ATRACE_UNLESS_THROTTLED) && throttled))
+			continue;
+		e = ftrace_event_list_find(l, ae->group, ae->name);
 		if (e) {
 			r = add_event(rs, (size_t)(e - l->ev));
 		} else if (ae->flags & FTRACE_ATRACE_OPTIONAL) {
@@ -385,12 +390,16 @@ static int resolve_exclusive(const Perfetto__Protos__FtraceConfig *cfg, struct f
 	return 0;
 }
 
-int ftrace_config_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struct ftrace_event_list *avail,
-			  uint64_t ram_bytes, struct ftrace_config **ret, char **ret_error)
+/* ftrace_config_resolve() with the implied events of @cfg already planned
+ * (FTRACE_ATRACE_RSS_THROTTLED_EITHER): the conditions are decided here,
+ * by whether @avail has synthetic/rss_stat_throttled. */
+static int resolve_config(const Perfetto__Protos__FtraceConfig *cfg, const struct ftrace_event_list *avail,
+			  uint64_t ram_bytes, const struct ftrace_atrace_implied *implied, struct ftrace_config **ret,
+			  char **ret_error)
 {
 	_cleanup_(ftrace_config_freep_) struct ftrace_config *c = NULL;
 	_cleanup_free_ bool *chosen = NULL;
-	_cleanup_(ftrace_atrace_implied_freep) struct ftrace_atrace_implied *implied = NULL;
+	bool throttled = ftrace_event_list_find(avail, "synthetic", "rss_stat_throttled");
 	struct resolver rs;
 	const char *inst;
 	int r;
@@ -443,12 +452,8 @@ int ftrace_config_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struc
 		if (r < 0)
 			return r;
 	}
-	r = ftrace_atrace_implied(cfg, ftrace_event_list_find(avail, "synthetic", "rss_stat_throttled") ?
-				      FTRACE_ATRACE_RSS_THROTTLED_OK : 0, &implied);
-	if (r < 0)
-		return r;
-	r = resolve_implied(&rs, implied);
-	if (r >= 0 && implied->replace_rss_stat)
+	r = resolve_implied(&rs, implied, throttled);
+	if (r >= 0 && implied->replace_rss_stat && throttled)
 		r = replace_rss_stat(&rs);
 	if (r == -E2BIG)
 		return set_reason(ret_error, "FtraceConfig expands to more than %u events", FTRACE_MAX_EVENTS);
@@ -512,6 +517,18 @@ int ftrace_config_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struc
 
 	*ret = TAKE_PTR(c);
 	return 0;
+}
+
+int ftrace_config_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struct ftrace_event_list *avail,
+			  uint64_t ram_bytes, struct ftrace_config **ret, char **ret_error)
+{
+	_cleanup_(ftrace_atrace_implied_freep) struct ftrace_atrace_implied *implied = NULL;
+	int r;
+
+	r = ftrace_atrace_implied(cfg, FTRACE_ATRACE_RSS_THROTTLED_EITHER, &implied);
+	if (r < 0)
+		return r;
+	return resolve_config(cfg, avail, ram_bytes, implied, ret, ret_error);
 }
 
 struct ftrace_config *ftrace_config_free(struct ftrace_config *c)
@@ -589,16 +606,13 @@ static bool has_exclusive(const Perfetto__Protos__FtraceConfig *cfg)
 
 /* The names the directory's event list must hold for @cfg to resolve: the
  * full list is thousands of events. */
-static int event_requests(const Perfetto__Protos__FtraceConfig *cfg, char ***ret, size_t *ret_n)
+static int event_requests(const Perfetto__Protos__FtraceConfig *cfg, const struct ftrace_atrace_implied *imp,
+			  char ***ret, size_t *ret_n)
 {
-	_cleanup_(ftrace_atrace_implied_freep) struct ftrace_atrace_implied *imp = NULL;
 	char **v;
 	size_t n = 0, cap;
-	int r;
+	int r = 0;
 
-	r = ftrace_atrace_implied(cfg, FTRACE_ATRACE_RSS_THROTTLED_OK, &imp);
-	if (r < 0)
-		return r;
 	cap = cfg->n_ftrace_events + imp->n_events + 1;
 	v = calloc(cap, sizeof(*v));
 	if (!v)
@@ -610,6 +624,10 @@ static int event_requests(const Perfetto__Protos__FtraceConfig *cfg, char ***ret
 		r = v[n++] ? 0 : -ENOMEM;
 	}
 	for (size_t i = 0; r >= 0 && i < imp->n_events; i++) {
+		/* As for a kernel that has synthetic/rss_stat_throttled: its
+		 * group is then read, and kmem is read for the other rows. */
+		if (imp->events[i].flags & FTRACE_ATRACE_UNLESS_THROTTLED)
+			continue;
 		v[n] = strdup_printf("%s/%s", imp->events[i].group, imp->events[i].name);
 		r = v[n++] ? 0 : -ENOMEM;
 	}
@@ -748,6 +766,7 @@ int ftrace_plan_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struct 
 			struct ftrace_plan **ret, char **ret_error)
 {
 	_cleanup_(ftrace_plan_freep) struct ftrace_plan *p = NULL;
+	_cleanup_(ftrace_atrace_implied_freep) struct ftrace_atrace_implied *implied = NULL;
 	char **reqs = NULL;
 	size_t n_reqs = 0;
 	const char *inst;
@@ -762,7 +781,11 @@ int ftrace_plan_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struct 
 	if (!p)
 		return -ENOMEM;
 
-	r = event_requests(cfg, &reqs, &n_reqs);
+	/* Once, for both the names to read and their resolution. */
+	r = ftrace_atrace_implied(cfg, FTRACE_ATRACE_RSS_THROTTLED_EITHER, &implied);
+	if (r < 0)
+		return r;
+	r = event_requests(cfg, implied, &reqs, &n_reqs);
 	if (r < 0)
 		return r;
 	r = env->read_events(env->userdata, inst, has_exclusive(cfg), (const char *const *)reqs, n_reqs, &p->avail,
@@ -770,7 +793,7 @@ int ftrace_plan_resolve(const Perfetto__Protos__FtraceConfig *cfg, const struct 
 	ftrace_opts_strv_free(reqs, n_reqs);
 	if (r < 0)
 		return r;
-	r = ftrace_config_resolve(cfg, p->avail, env->ram_bytes, &p->config, ret_error);
+	r = resolve_config(cfg, p->avail, env->ram_bytes, implied, &p->config, ret_error);
 	if (r < 0)
 		return r;
 	r = print_rules(cfg->print_filter, p);

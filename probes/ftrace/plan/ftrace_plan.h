@@ -84,6 +84,11 @@ enum {
 	/* synthetic/rss_stat_throttled can be made here (a hist trigger on
 	 * kmem/rss_stat): "memory" and throttle_rss_stat use it. */
 	FTRACE_ATRACE_RSS_THROTTLED_OK = 1u << 0,
+	/* Not known yet: the rows that depend on it are all planned, flagged
+	 * FTRACE_ATRACE_IF_THROTTLED or _UNLESS_THROTTLED, and
+	 * replace_rss_stat means "if the kernel can".  Lets one plan serve both
+	 * the names to read and their resolution (ftrace_plan_resolve()). */
+	FTRACE_ATRACE_RSS_THROTTLED_EITHER = 1u << 1,
 };
 
 /* ftrace_atrace_event.flags */
@@ -93,6 +98,10 @@ enum {
 	 * table by what is accessible).  Without it the event is required:
 	 * a missing one is an unknown event, as a listed ftrace_event is. */
 	FTRACE_ATRACE_OPTIONAL = 1u << 0,
+	/* With FTRACE_ATRACE_RSS_THROTTLED_EITHER: only if the kernel has
+	 * synthetic/rss_stat_throttled, or only if it has not. */
+	FTRACE_ATRACE_IF_THROTTLED = 1u << 1,
+	FTRACE_ATRACE_UNLESS_THROTTLED = 1u << 2,
 };
 
 /* Category table conditions (the 4th column of ftrace_atrace.inc). */
