@@ -10,7 +10,7 @@
  * the format table) tells how full a page was, which is how we see that we
  * caught up with the writer.
  *
- * Where the kernel can map the buffer (ftrace_cpu_mmap.c), the pages come
+ * Where the kernel can map the buffer (ftrace_cpu_map.c), the pages come
  * from the mapping instead and read() is not called; the fd stays open for
  * the mapping's ioctl and for poll().
  */

@@ -113,7 +113,7 @@ void ftrace_drain_arm_wake(struct ftrace_drain *d);
 
 /* ==== mmap readers (ftrace_cpu_map.c) ==== */
 /*
- * The mapped per-CPU reader (ftrace_cpu_mmap.c), used by ftrace_cpu.c
+ * The mapped per-CPU reader (ftrace_cpu_map.c), used by ftrace_cpu.c
  * only: the page reader of one CPU either maps its buffer or read()s it.
  */
 
@@ -147,7 +147,7 @@ void ftrace_cpu_map_counters(const struct ftrace_cpu_map *map, struct ftrace_cpu
 /* ==== symbolization and extras (ftrace_symbolize.c, ftrace_extra.c) ==== */
 /*
  * Internal to probes/ftrace: what one linux.ftrace data source sets up
- * beyond its events (ftrace_ds_features.c): kprobes, the raw_syscalls
+ * beyond its events (ftrace_extra.c): kprobes, the raw_syscalls
  * filter, the function graph tracer, set_event_pid, tracing_cpumask,
  * tracefs options, and the kernel symbol names of its bundles
  * (ftrace_symbolize.c).  Used by ftrace_ds.c only.
@@ -178,7 +178,7 @@ void ftrace_symbolize_bundle(void *ctx, struct pbw *packet, struct ftrace_pidset
 /* The pass's address set is about to be cleared: indices restart at 1. */
 void ftrace_symbolize_pass_end(struct ftrace_symbolizer *s);
 
-/* ---- the options beyond events (ftrace_ds_features.c) --------------------- */
+/* ---- the options beyond events (ftrace_extra.c) ---------------------------- */
 
 struct ftrace_extra;
 
@@ -237,7 +237,7 @@ int ftrace_extra_kprobe_stats(const struct ftrace_extra *x, struct ftrace_tracef
  * What a data source asks of the host (ftrace_host.c): the drain of a
  * tracefs directory, shared by the data sources that use it, and the
  * drain timer.  The host never calls a data source except through the
- * reader table of ftrace_drain.h.
+ * reader table of the drain (above).
  */
 
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * linux.ftrace behind the data-source contract (probes/ds/ds.h): the ops
- * table is a thin adapter over ftrace.h, so that the producer needs no
+ * table is a thin adapter over ftrace_ds.h, so that the producer needs no
  * knowledge of ftrace and ftrace none of the producer.
  */
 #include <errno.h>

@@ -9,7 +9,7 @@ group and name, the FtraceEvent field number, and each event field's name,
 number and proto scalar type.
 
     ftrace_events_gen.py <perfetto>/src/traced/probes/ftrace/event_info.cc \
-        > probes/ftrace/ftrace_events.inc
+        > probes/ftrace/parse/ftrace_events.inc
 """
 import re
 import sys

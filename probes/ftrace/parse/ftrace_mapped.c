@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ftrace_mapped - which bytes of a mapped per-CPU ring buffer to parse
- * next (see ftrace_mapped.h for the kernel's side of the contract).
+ * next (see ftrace_parse.h for the kernel's side of the contract).
  *
  * The parser must see exactly the pages read() would have returned.  For a
  * sub-buffer the writer has left, read() swaps the page out whole, which is

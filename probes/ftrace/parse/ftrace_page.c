@@ -2,7 +2,7 @@
 /*
  * ftrace_page - the kernel ring-buffer page header, and the checked
  * record walker.  Its fast path, for the records well inside the data,
- * is inline (ftrace_page_next() in ftrace_page.h) so that the
+ * is inline (ftrace_page_next() in ftrace_parse_internal.h) so that the
  * per-event loop pays no call.
  */
 #include <errno.h>

@@ -114,7 +114,7 @@ static inline int ftrace_page_next(struct ftrace_page_iter *it, struct ftrace_re
 
 /*
  * Internals of the ftrace data path shared by ftrace_format.c,
- * ftrace_translate.c, ftrace_parser.c, ftrace_bundle.c and
+ * ftrace_translate.c, ftrace_parser.c, ftrace_parser_batch.c and
  * ftrace_compact.c.  Not for the control side: it uses ftrace_parse.h.
  */
 
@@ -381,7 +381,7 @@ static inline bool ftrace_compact_comm_at(const struct ftrace_compact_buf *b, ui
  */
 void ftrace_compact_buf_write(struct ftrace_compact_buf *b, struct pbw *w);
 
-/* ---- parser (ftrace_parser.c), used by ftrace_bundle.c ------------------ */
+/* ---- parser (ftrace_parser.c), used by ftrace_parser_batch.c ------------ */
 
 struct ftrace_parser {
 	struct ftrace_format_table *t;
@@ -420,10 +420,10 @@ struct ftrace_parser {
 	ftrace_parser_bundle_hook bundle_hook;
 	void *bundle_hook_ctx;
 
-	/* The open batch of ftrace_parser_batch_*() (ftrace_bundle.c). */
+	/* The open batch of ftrace_parser_batch_*() (ftrace_parser_batch.c). */
 	struct bundler *batch;
 };
 
-/* ftrace_bundle.c: the batch state, allocated with the parser. */
+/* ftrace_parser_batch.c: the batch state, allocated with the parser. */
 int ftrace_parser_batch_alloc(struct ftrace_parser *p);
 void ftrace_parser_batch_free(struct ftrace_parser *p);

@@ -13,7 +13,7 @@ of G (the ones in ftrace_events.inc), so the group is expanded here.  The
 "memory" category picks synthetic/rss_stat_throttled when the kernel can
 make it and kmem/rss_stat otherwise: those two rows carry a condition.
 
-    ftrace_atrace_gen.py <perfetto> > probes/ftrace/ftrace_atrace.inc
+    ftrace_atrace_gen.py <perfetto> > probes/ftrace/plan/ftrace_atrace.inc
 """
 import re
 import sys

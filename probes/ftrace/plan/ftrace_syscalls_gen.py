@@ -10,7 +10,7 @@ the form configs use).  Numbers without a name are left out; a name listed
 twice (x86_64's x32 entry points) keeps its lowest number.
 
     ftrace_syscalls_gen.py <perfetto>/src/kernel_utils/syscall_table_generated.h \
-        > probes/ftrace/ftrace_syscalls.inc
+        > probes/ftrace/plan/ftrace_syscalls.inc
 """
 import re
 import sys
