@@ -15,7 +15,6 @@
 #include <sys/vfs.h>
 #include <tracefs.h>
 
-#include "probes/ftrace/ds/ftrace_ds.h"
 #include "probes/ftrace/tracefs/ftrace_tracefs.h"
 #include "probes/ftrace/tracefs/ftrace_tracefs_internal.h"
 #include "util/util.h"

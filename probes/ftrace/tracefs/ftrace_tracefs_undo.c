@@ -24,7 +24,6 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
-#include "probes/ftrace/ds/ftrace_ds.h"
 #include "probes/ftrace/tracefs/ftrace_tracefs.h"
 #include "probes/ftrace/tracefs/ftrace_tracefs_internal.h"
 
