@@ -305,7 +305,7 @@ static int keep_used_events(struct ftrace_ds *ds)
 	return 0;
 }
 
-/* Available events can be thousands of names; available_filter_functions a few MiB on a large kernel. */
+/* available_filter_functions is a few MiB on a large kernel. */
 #define FUNCS_TEXT_MAX (64u << 20)
 
 /* ftrace_plan_env.read_events: the directory's drain, joined, then its events. */
