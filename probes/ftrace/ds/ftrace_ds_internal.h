@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+/*
+ * Inside the ds room only: the shared drain, the mapped per-CPU reader,
+ * symbolization and the options beyond events, and what a data source asks
+ * of the host.
+ */
+
 /* ==== the shared drain (ftrace_drain.c) ==== */
 /*
  * ftrace_drain - one tracefs directory in use (the top level or an

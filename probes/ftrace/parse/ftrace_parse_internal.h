@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+/*
+ * Inside the parse room (and its tests) only: the page walker, then the
+ * parser's shared state.
+ */
+
 /* ==== the page walker (ftrace_page.c) ==== */
 /*
  * ftrace_page - the checked walker over the records of one ring-buffer

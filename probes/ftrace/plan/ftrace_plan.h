@@ -2,13 +2,18 @@
 #pragma once
 
 /*
- * Internal to probes/ftrace: the FtraceConfig options beyond ftrace_events
- * (atrace categories, syscall_events, kprobe_events, the function graph
- * filters, tids_to_trace, tracing_cpumask, tracefs_options), each turned
- * into the exact text that goes to a tracefs file, or refused with a reason.
+ * ftrace plan room: a FtraceConfig becomes a plan (struct ftrace_plan,
+ * ftrace_plan_resolve() at the end of this header), read once.  Its parts:
+ * the event names resolved against the directory's event list, and the
+ * options beyond ftrace_events (atrace categories, syscall_events,
+ * kprobe_events, the function graph filters, tids_to_trace,
+ * tracing_cpumask, tracefs_options), each turned into the exact text that
+ * goes to a tracefs file, or refused with a reason.  Only ftrace_plan.c
+ * reads the protobuf; the planners take plain requests.
  *
  * Pure: the config and facts read once from the kernel (available events,
- * available_filter_functions, uname) come in as data, so the unit tests and
+ * available_filter_functions, uname) come in as data or through the
+ * caller's callbacks (struct ftrace_plan_env), so the unit tests and
  * the fuzz targets run all of it without a kernel.  Writing the results,
  * and undoing them, is the data source's job (through its undo list).
  * Every name that comes out of here has passed a character-set check, so it
