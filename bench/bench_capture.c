@@ -61,7 +61,7 @@ static int grow(void **p, uint64_t *cap, uint64_t need, size_t elem, uint64_t ma
 }
 
 /*
- * One drain pass, read the way the daemon reads (probes/ftrace/ftrace_cpu.c):
+ * One drain pass, read the way the daemon reads (probes/ftrace/ds/ftrace_cpu.c):
  * every CPU until read() says it is empty, or until a page other than the
  * first comes back under half full - the writer is right behind us, and
  * reading on would only collect a trickle of nearly empty pages.

@@ -36,7 +36,7 @@
 #include "bench/bench.h"
 #include "bench/bench_capture.h"
 #include "bench/bench_walk.h"
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "protos/pbw.h"
 #include "smb/smb.h"
 #include "util/util.h"

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "probes/ftrace/plan/ftrace_plan.h"
 #include "probes/recorder.h"
 #include "util/util.h"
 
@@ -136,23 +137,6 @@ int recorder_parse_sys_stats(const char *list, uint32_t *ret, char *err, size_t 
 
 /* ---- does what was asked for exist? --------------------------------------- */
 
-/* Perfetto's atrace categories (a generated table of facts, in probes/ftrace). */
-static const char *const known_categories[] = {
-#define FTRACE_ATRACE_CATEGORY(c) c,
-#define FTRACE_ATRACE(c, g, n, cond)
-#include "probes/ftrace/ftrace_atrace.inc"
-#undef FTRACE_ATRACE
-#undef FTRACE_ATRACE_CATEGORY
-};
-
-static bool category_known(const char *c)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(known_categories); i++)
-		if (strcmp(known_categories[i], c) == 0)
-			return true;
-	return false;
-}
-
 /* The mount point of tracefs, from /proc/self/mounts; NULL if none. */
 static char *find_tracefs(void)
 {
@@ -238,7 +222,7 @@ int recorder_check_events(const struct recorder_options *o, const char *tracefs_
 			fprintf(f, "%s%s", ftell(f) ? ", " : "", o->events[i]);
 	}
 	for (size_t i = 0; i < o->n_categories; i++) {
-		if (category_known(o->categories[i]))
+		if (ftrace_atrace_category_known(o->categories[i]))
 			usable++;
 		else
 			fprintf(f, "%s%s (not a kernel atrace category)", ftell(f) ? ", " : "",

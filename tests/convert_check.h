@@ -19,7 +19,7 @@
 #include <trace-cmd/trace-cmd.h>
 
 #include "probes/convert/convert.h"
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
 #include "util/util.h"
 

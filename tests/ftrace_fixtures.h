@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "protos/pbw.h"
 
 /* header_page and event formats copied from a 6.18 x86_64 kernel. */

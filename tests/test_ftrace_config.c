@@ -17,9 +17,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "probes/ftrace/ftrace_control.h"
-#include "probes/ftrace/ftrace_features.h"
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/tracefs/ftrace_tracefs.h"
+#include "probes/ftrace/plan/ftrace_plan.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
 
@@ -85,6 +85,127 @@ static bool has_unknown(const struct ftrace_config *c, const char *s)
 			return true;
 	return false;
 }
+
+/* ---- the plan: one resolve through the data source's callbacks ----------- */
+
+struct plan_fixture {
+	bool throttled;                 /* the kernel has synthetic/rss_stat_throttled */
+	const char *instance_name;
+	bool exclusive;
+	bool asked_sched_switch;
+	unsigned read_functions;
+};
+
+static int fixture_read_events(void *userdata, const char *instance_name, bool exclusive, const char *const *reqs,
+			       size_t n_reqs, struct ftrace_event_list **ret, char **ret_error)
+{
+	static const char text[] = "sched:sched_switch\nkmem:rss_stat\nkmem:mm_page_alloc\n";
+	struct plan_fixture *f = userdata;
+	struct ftrace_event_list *l = NULL;
+
+	f->instance_name = instance_name;
+	f->exclusive = exclusive;
+	for (size_t i = 0; i < n_reqs; i++)
+		if (strcmp(reqs[i], "sched/sched_switch") == 0)
+			f->asked_sched_switch = true;
+	ck_assert_int_eq(ftrace_event_list_new(&l), 0);
+	ck_assert_int_eq(ftrace_event_list_parse(l, text, sizeof(text) - 1), 0);
+	if (f->throttled)
+		ck_assert_int_ge(ftrace_event_list_add(l, "synthetic", "rss_stat_throttled", 0), 0);
+	ftrace_event_list_sort(l);
+	*ret = l;
+	return 0;
+}
+
+static int fixture_read_functions(void *userdata, char **ret_text)
+{
+	struct plan_fixture *f = userdata;
+
+	f->read_functions++;
+	*ret_text = strdup("do_sys_open\nvfs_read\n");
+	return *ret_text ? 0 : -ENOMEM;
+}
+
+START_TEST(test_plan_resolve)
+{
+	char *events[] = { "sched/sched_switch" };
+	char *cats[] = { "memory" };
+	Perfetto__Protos__FtraceConfig cfg = PERFETTO__PROTOS__FTRACE_CONFIG__INIT;
+	Perfetto__Protos__FtraceConfig__KprobeEvent k1 = PERFETTO__PROTOS__FTRACE_CONFIG__KPROBE_EVENT__INIT;
+	Perfetto__Protos__FtraceConfig__KprobeEvent k2 = PERFETTO__PROTOS__FTRACE_CONFIG__KPROBE_EVENT__INIT;
+	Perfetto__Protos__FtraceConfig__KprobeEvent *kp[] = { &k1, &k2 };
+	Perfetto__Protos__FtraceConfig__PrintFilter pf = PERFETTO__PROTOS__FTRACE_CONFIG__PRINT_FILTER__INIT;
+	Perfetto__Protos__FtraceConfig__PrintFilter__Rule rule = PERFETTO__PROTOS__FTRACE_CONFIG__PRINT_FILTER__RULE__INIT;
+	Perfetto__Protos__FtraceConfig__PrintFilter__Rule *rules[] = { &rule };
+	struct plan_fixture f = { 0 };
+	struct ftrace_plan_env env = {
+		.read_events = fixture_read_events,
+		.read_functions = fixture_read_functions,
+		.userdata = &f,
+		.ram_bytes = 4ull << 30,
+	};
+	struct ftrace_plan *p = NULL;
+	char *err = NULL;
+
+	cfg.ftrace_events = events;
+	cfg.n_ftrace_events = 1;
+	cfg.atrace_categories = cats;
+	cfg.n_atrace_categories = 1;
+	cfg.has_throttle_rss_stat = true;
+	cfg.throttle_rss_stat = true;
+	k1.probe = "do_sys_open";
+	k1.has_type = true;
+	k1.type = PERFETTO__PROTOS__FTRACE_CONFIG__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_BOTH;
+	k2.probe = "not_a_function";
+	k2.has_type = true;
+	k2.type = PERFETTO__PROTOS__FTRACE_CONFIG__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_KPROBE;
+	cfg.kprobe_events = kp;
+	cfg.n_kprobe_events = 2;
+	rule.match_case = PERFETTO__PROTOS__FTRACE_CONFIG__PRINT_FILTER__RULE__MATCH_PREFIX;
+	rule.prefix = "keep";
+	rule.has_allow = true;
+	rule.allow = true;
+	pf.rules = rules;
+	pf.n_rules = 1;
+	cfg.print_filter = &pf;
+
+	/* A kernel without the synthetic event: kmem/rss_stat itself. */
+	ck_assert_int_eq(ftrace_plan_resolve(&cfg, &env, &p, &err), 0);
+	ck_assert_ptr_null(f.instance_name);
+	ck_assert(!f.exclusive);
+	ck_assert(f.asked_sched_switch);
+	ck_assert_uint_eq(f.read_functions, 1);
+	ck_assert(has_event(p->config, "sched", "sched_switch"));
+	ck_assert(has_event(p->config, "kmem", "rss_stat"));
+	ck_assert(!has_event(p->config, "synthetic", "rss_stat_throttled"));
+	ck_assert_uint_eq(p->n_print_rules, 1);
+	ck_assert_int_eq(p->print_rules[0].match, FTRACE_PRINT_MATCH_PREFIX);
+	ck_assert_str_eq(p->print_rules[0].prefix, "keep");
+	ck_assert(p->print_rules[0].allow);
+	ck_assert_uint_eq(p->kprobes->n_probes, 2);   /* the kprobe and the kretprobe of do_sys_open */
+	ck_assert_uint_eq(p->n_failed, 1);
+	ck_assert_str_eq(p->failed[0], "perfetto_kprobes/not_a_function (refused: not a kernel function, or not "
+			 "a valid name)");
+	ck_assert_ptr_nonnull(strstr(p->warnings, "not_a_function"));
+	ftrace_plan_free(p);
+	p = NULL;
+
+	/* One with it: the throttled event replaces kmem/rss_stat. */
+	f.throttled = true;
+	ck_assert_int_eq(ftrace_plan_resolve(&cfg, &env, &p, &err), 0);
+	ck_assert(!has_event(p->config, "kmem", "rss_stat"));
+	ck_assert(has_event(p->config, "synthetic", "rss_stat_throttled"));
+	ftrace_plan_free(p);
+	p = NULL;
+
+	/* The exclusive options reach the callback before anything is resolved. */
+	cfg.tracing_cpumask = "1";
+	ck_assert_int_eq(ftrace_plan_resolve(&cfg, &env, &p, &err), 0);
+	ck_assert(f.exclusive);
+	ftrace_plan_free(p);
+	free(err);
+}
+END_TEST
 
 START_TEST(test_config_resolution)
 {
@@ -461,6 +582,7 @@ static Suite *suite(void)
 
 	tcase_add_test(tc, test_name_validation);
 	tcase_add_test(tc, test_config_resolution);
+	tcase_add_test(tc, test_plan_resolve);
 	tcase_add_test(tc, test_config_options_beyond_events);
 	tcase_add_test(tc, test_stats_parse);
 	tcase_add_test(tc, test_clock_text);

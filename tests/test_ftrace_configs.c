@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probes/ftrace/ftrace_control.h"
-#include "probes/ftrace/ftrace_features.h"
+#include "probes/ftrace/tracefs/ftrace_tracefs.h"
+#include "probes/ftrace/plan/ftrace_plan.h"
 #include "protos/pbtxt.h"
 #include "protos/perfetto/config/data_source_config.pb-c.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
@@ -40,7 +40,7 @@ static void avail_setup(void)
 {
 	ck_assert_int_eq(ftrace_event_list_new(&avail), 0);
 #define FTRACE_EVENT(g, n, id, spec) ck_assert_int_ge(ftrace_event_list_add(avail, g, n, 0), 0);
-#include "probes/ftrace/ftrace_events.inc"
+#include "probes/ftrace/parse/ftrace_events.inc"
 #undef FTRACE_EVENT
 	/* in events/ on every kernel, without a compiled-in message */
 	ck_assert_int_ge(ftrace_event_list_add(avail, "ftrace", "print", FTRACE_EVENT_ALWAYS_ON), 0);

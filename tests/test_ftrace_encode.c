@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "protos/perfetto/common/descriptor.pb-c.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
 #include "smb/smb.h"

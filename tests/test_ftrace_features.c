@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "probes/ftrace/ftrace_features.h"
+#include "probes/ftrace/plan/ftrace_plan.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
 
@@ -182,6 +182,16 @@ START_TEST(test_atrace_memory_and_rss_throttle)
 	ftrace_atrace_implied_free(a);
 	a = implied(&cfg, 0);
 	ck_assert(!a->replace_rss_stat);
+	ftrace_atrace_implied_free(a);
+
+	/* Not known yet: both rows planned, each with its condition. */
+	a = implied(&cfg, FTRACE_ATRACE_RSS_THROTTLED_EITHER);
+	ck_assert_uint_eq(find_event(a, "kmem", "rss_stat")->flags,
+			  FTRACE_ATRACE_OPTIONAL | FTRACE_ATRACE_UNLESS_THROTTLED);
+	ck_assert_uint_eq(find_event(a, "synthetic", "rss_stat_throttled")->flags,
+			  FTRACE_ATRACE_OPTIONAL | FTRACE_ATRACE_IF_THROTTLED);
+	ck_assert_uint_eq(find_event(a, "mm_event", "mm_event_record")->flags, FTRACE_ATRACE_OPTIONAL);
+	ck_assert(a->replace_rss_stat);
 	ftrace_atrace_implied_free(a);
 }
 END_TEST

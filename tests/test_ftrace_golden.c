@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "probes/ds/ds.h"
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
 #include "smb/smb.h"
 #include "tests/ftrace_fixtures.h"

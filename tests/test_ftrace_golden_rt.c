@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
 #include "tests/ftrace_fixtures.h"
 #include "util/util.h"

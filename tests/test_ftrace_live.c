@@ -26,8 +26,8 @@
 #include <sys/wait.h>
 
 #include "probes/ds/ds.h"
-#include "probes/ftrace/ftrace.h"
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
 #include "smb/smb.h"

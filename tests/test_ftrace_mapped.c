@@ -16,9 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "probes/ftrace/ftrace_mapped.h"
-#include "probes/ftrace/ftrace_page.h"
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
+#include "probes/ftrace/parse/ftrace_parse_internal.h"
 #include "protos/pbw.h"
 #include "tests/ftrace_fixtures.h"
 #include "util/util.h"

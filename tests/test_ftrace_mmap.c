@@ -29,9 +29,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "probes/ftrace/ftrace_control.h"
-#include "probes/ftrace/ftrace_page.h"
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
+#include "probes/ftrace/tracefs/ftrace_tracefs.h"
+#include "probes/ftrace/parse/ftrace_parse_internal.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "util/util.h"
 
 #define INSTANCE "tp_mmap_test"

@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include "probes/ds/ds.h"
-#include "probes/ftrace/ftrace.h"
-#include "probes/ftrace/ftrace_features.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
+#include "probes/ftrace/plan/ftrace_plan.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "tests/tp_kernel.h"
 #include "tests/tp_record.h"

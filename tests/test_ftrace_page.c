@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "probes/ftrace/ftrace_parse_internal.h"
+#include "probes/ftrace/parse/ftrace_parse_internal.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
 #include "tests/ftrace_fixtures.h"
 

@@ -21,7 +21,7 @@
 #include <tracefs.h>
 #include <kbuffer.h>
 
-#include "probes/ftrace/ftrace_parse_internal.h"
+#include "probes/ftrace/parse/ftrace_parse_internal.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
 #include "tests/ftrace_fixtures.h"
 

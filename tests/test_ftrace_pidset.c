@@ -8,7 +8,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "util/util.h"
 
 #define CAP 40u

@@ -1,25 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FtraceConfig.print_filter rules, on the bytes of a print event's buf. */
+/* Print filter rules (FtraceConfig.print_filter as the plan has them), on the bytes of a print event's buf. */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "probes/ftrace/ftrace_parse.h"
-#include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
-
-typedef Perfetto__Protos__FtraceConfig__PrintFilter__Rule Rule;
-typedef Perfetto__Protos__FtraceConfig__PrintFilter__Rule__AtraceMessage AtraceMsg;
-
-static Rule prefix_rule(const char *prefix, bool allow)
+#include "probes/ftrace/parse/ftrace_parse.h"
+static struct ftrace_print_rule prefix_rule(const char *prefix, bool allow)
 {
-	Rule r = PERFETTO__PROTOS__FTRACE_CONFIG__PRINT_FILTER__RULE__INIT;
-
-	r.match_case = PERFETTO__PROTOS__FTRACE_CONFIG__PRINT_FILTER__RULE__MATCH_PREFIX;
-	r.prefix = (char *)prefix;
-	r.has_allow = true;
-	r.allow = allow;
-	return r;
+	return (struct ftrace_print_rule){ .match = FTRACE_PRINT_MATCH_PREFIX, .prefix = prefix, .allow = allow };
 }
 
 static bool allows(const struct ftrace_print_filter *f, const char *s)
@@ -34,23 +23,15 @@ static bool allows(const struct ftrace_print_filter *f, const char *s)
 
 START_TEST(test_first_match_decides)
 {
-	Perfetto__Protos__FtraceConfig__PrintFilter cfg = PERFETTO__PROTOS__FTRACE_CONFIG__PRINT_FILTER__INIT;
-	Rule rules[3];
-	Rule *ptrs[3] = { &rules[0], &rules[1], &rules[2] };
-	AtraceMsg msg = PERFETTO__PROTOS__FTRACE_CONFIG__PRINT_FILTER__RULE__ATRACE_MESSAGE__INIT;
+	struct ftrace_print_rule rules[4];
 	struct ftrace_print_filter *f = NULL;
 
 	rules[0] = prefix_rule("keep-me", true);
 	rules[1] = prefix_rule("keep", false);
-	rules[2] = prefix_rule("", true);
-	rules[2].match_case = PERFETTO__PROTOS__FTRACE_CONFIG__PRINT_FILTER__RULE__MATCH_ATRACE_MSG;
-	rules[2].atrace_msg = &msg;
-	rules[2].allow = false;
-	msg.type = "B";
-	msg.prefix = "noisy";
-	cfg.rules = ptrs;
-	cfg.n_rules = 3;
-	ck_assert_int_eq(ftrace_print_filter_new(&cfg, &f), 0);
+	rules[2] = (struct ftrace_print_rule){ .match = FTRACE_PRINT_MATCH_ATRACE, .type = "B", .prefix = "noisy" };
+	/* nothing to match: left out */
+	rules[3] = (struct ftrace_print_rule){ .match = FTRACE_PRINT_MATCH_NONE, .allow = false };
+	ck_assert_int_eq(ftrace_print_filter_new(rules, 4, &f), 0);
 	ck_assert_ptr_nonnull(f);
 
 	ck_assert(allows(f, "keep-me please"));
@@ -71,23 +52,18 @@ END_TEST
 
 START_TEST(test_empty_and_limits)
 {
-	Perfetto__Protos__FtraceConfig__PrintFilter cfg = PERFETTO__PROTOS__FTRACE_CONFIG__PRINT_FILTER__INIT;
 	struct ftrace_print_filter *f = (void *)1;
-	Rule r = prefix_rule("x", false), *ptr = &r;
+	struct ftrace_print_rule r = prefix_rule("x", false);
 	char *huge = malloc(5000);
 
-	ck_assert_int_eq(ftrace_print_filter_new(NULL, &f), 0);
-	ck_assert_ptr_null(f);
-	ck_assert_int_eq(ftrace_print_filter_new(&cfg, &f), 0);
+	ck_assert_int_eq(ftrace_print_filter_new(NULL, 0, &f), 0);
 	ck_assert_ptr_null(f);
 	memset(huge, 'a', 4999);
 	huge[4999] = '\0';
 	r.prefix = huge;
-	cfg.rules = &ptr;
-	cfg.n_rules = 1;
-	ck_assert_int_eq(ftrace_print_filter_new(&cfg, &f), -EINVAL);
-	cfg.n_rules = 5000;
-	ck_assert_int_eq(ftrace_print_filter_new(&cfg, &f), -E2BIG);
+	ck_assert_int_eq(ftrace_print_filter_new(&r, 1, &f), -EINVAL);
+	/* the count is checked before any rule is read */
+	ck_assert_int_eq(ftrace_print_filter_new(&r, 5000, &f), -E2BIG);
 	free(huge);
 }
 END_TEST

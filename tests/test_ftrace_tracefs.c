@@ -23,8 +23,9 @@
 #include <sys/wait.h>
 
 #include "probes/ds/ds.h"
-#include "probes/ftrace/ftrace.h"
-#include "probes/ftrace/ftrace_control.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
+#include "probes/ftrace/tracefs/ftrace_tracefs.h"
+#include "probes/ftrace/tracefs/ftrace_tracefs_internal.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 #include "util/util.h"
 

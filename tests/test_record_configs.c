@@ -26,8 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "probes/ftrace/ftrace.h"
-#include "probes/ftrace/ftrace_features.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
+#include "probes/ftrace/plan/ftrace_plan.h"
 #include "tests/tp_kernel.h"
 #include "tests/tp_record.h"
 #include "util/util.h"

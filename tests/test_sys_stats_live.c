@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "probes/ftrace/ftrace.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
 #include "tests/tp_kernel.h"
 #include "tests/tp_record.h"
 #include "tests/tp_trace.h"

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "probes/ftrace/ftrace.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
 #include "tests/tp_kernel.h"
 #include "tests/tp_record.h"
 #include "util/util.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "probes/ftrace/ftrace.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
 #include "probes/recorder.h"
 #include "tests/tp_record.h"
 #include "util/util.h"

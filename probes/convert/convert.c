@@ -32,7 +32,7 @@
 
 #include "probes/convert/convert_internal.h"
 #include "probes/convert/convert_tracecmd.h"
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "protos/pbw.h"
 #include "util/util.h"
 

@@ -13,7 +13,7 @@
 #include <traceevent/event-parse.h>
 
 #include "probes/convert/convert_internal.h"
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "util/util.h"
 
 int convert_format_header_page(unsigned page_size, unsigned commit_size, char **ret)

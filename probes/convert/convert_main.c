@@ -14,7 +14,7 @@
 #include <trace-cmd/trace-cmd.h>
 
 #include "probes/convert/convert.h"
-#include "probes/ftrace/ftrace_parse.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "util/util.h"
 
 #define PROGRESS_INTERVAL_NS 100000000ull

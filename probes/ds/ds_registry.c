@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "probes/ds/ds.h"
-#include "probes/ftrace/ftrace.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
 #include "probes/procfs/procfs.h"
 #include "probes/sys_stats/sys_stats.h"
 #include "probes/system_info/system_info.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probes/ftrace/ftrace_control.h"
+#include "probes/ftrace/plan/ftrace_plan.h"
 #include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
