@@ -5,7 +5,8 @@
  * ds - the one contract between the producer and every data source.
  *
  * A data source lives in its own folder under probes/ and exports one
- * `const struct ds_ops`; probes/ds/ds_registry.c lists them, one line each.
+ * `const struct ds_ops`; probes/meson.build lists their names, one word each,
+ * and probes/ds/ds_registry.c expands that list into the registry.
  * The producer (and through it the daemon and `record`) knows nothing else
  * of a data source: it registers every name in the registry with the
  * service, creates instances through the ops, hands each instance a packet

@@ -1,26 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Every data source this build serves.  Adding one: a folder under probes/
- * whose public header declares its `const struct ds_ops`, its library in
- * ds_deps (probes/ds/meson.build), and one line in ds_registry[]
- * below.  The order is the order of registration with the service
- * (linux.ftrace first, as Perfetto's traced_probes).
+ * Every data source this build serves, from the data_sources list in
+ * probes/meson.build (ds_registry_list.h is generated from it).  The order
+ * is the order of registration with the service (linux.ftrace first, as
+ * Perfetto's traced_probes).  Each data source's folder defines
+ * `const struct ds_ops NAME_ds_ops`; its declaration here comes from the
+ * same list, so the registry needs none of their headers.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "probes/ds/ds.h"
-#include "probes/ftrace/ds/ftrace_ds.h"
-#include "probes/procfs/procfs.h"
-#include "probes/sys_stats/sys_stats.h"
-#include "probes/system_info/system_info.h"
+#include "ds_registry_list.h"
+
+#define DS_DECLARE(name) extern const struct ds_ops name##_ds_ops;
+DS_REGISTRY(DS_DECLARE)
+#undef DS_DECLARE
 
 const struct ds_ops *const ds_registry[] = {
-	&ftrace_ds_ops,
-	&procfs_ds_ops,
-	&sys_stats_ds_ops,
-	&system_info_ds_ops,
+#define DS_ENTRY(name) &name##_ds_ops,
+	DS_REGISTRY(DS_ENTRY)
+#undef DS_ENTRY
 	NULL,
 };
 
