@@ -545,7 +545,7 @@ bool ipc_client_is_connected(const struct ipc_client *c);
 struct ipc_channel *ipc_client_get_channel(struct ipc_client *c);
 
 /* ======================================================================
- * RPC host (ipc_host.c)
+ * RPC host (ipc_host.c, a connection and a reply: ipc_conn.c)
  * ==================================================================== */
 
 struct ipc_host;

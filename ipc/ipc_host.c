@@ -4,12 +4,12 @@
  * BindService answered from a table of registered services, InvokeMethod
  * dispatched to the service's callback with a reply handle that can answer
  * once or stream.  Generic over services: a service is a name, its method
- * names in declaration order and a dispatch callback.
+ * names in declaration order and a dispatch callback.  A connection and a
+ * reply handle are ipc_conn.c's.
  *
- * Lifetimes: the host owns its connections; reply handles hold a reference
- * on their connection, so a service may keep a stream open across a
- * disconnect and only learns from ipc_reply_send() (-ENOTCONN) or from its
- * disconnect callback that the peer is gone.
+ * Lifetimes: the host holds one reference on each of its connections and
+ * drops it at disconnect or in ipc_host_free(); reply handles may keep a
+ * connection alive longer (see ipc_conn.c).
  */
 
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "ipc/ipc.h"
+#include "ipc/ipc_internal.h"
 #include "util/util.h"
 
 #define HOST_MAX_SERVICES 64
@@ -69,30 +69,6 @@ struct ipc_host {
 	void *connect_userdata;
 };
 
-struct ipc_conn {
-	unsigned n_ref;
-	struct ipc_host *host; /* NULL once detached from the host */
-	struct ipc_conn *prev;
-	struct ipc_conn *next;
-	struct ipc_channel *ch; /* NULL once disconnected */
-	uint64_t id;
-	int *frame_fd;
-
-	struct ipc_peer peer;
-	bool have_peer;
-	bool peer_from_identity;
-
-	void *userdata;
-};
-
-struct ipc_reply {
-	unsigned n_ref;
-	struct ipc_conn *conn;
-	uint64_t request_id;
-	bool wanted;
-	bool done;
-};
-
 /* ---- references ------------------------------------------------------------ */
 
 static struct ipc_host *host_ref(struct ipc_host *h)
@@ -122,69 +98,12 @@ static struct ipc_host *host_unref(struct ipc_host *h)
 	return NULL;
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct ipc_host *, host_unref);
-
-struct ipc_conn *ipc_conn_ref(struct ipc_conn *conn)
-{
-	if (conn)
-		conn->n_ref++;
-	return conn;
-}
-
-struct ipc_conn *ipc_conn_unref(struct ipc_conn *conn)
-{
-	if (!conn || --conn->n_ref > 0)
-		return NULL;
-	ipc_channel_free(conn->ch);
-	free(conn);
-	return NULL;
-}
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct ipc_conn *, ipc_conn_unref);
-
-static struct ipc_reply *reply_unref(struct ipc_reply *reply)
-{
-	if (!reply || --reply->n_ref > 0)
-		return NULL;
-	ipc_conn_unref(reply->conn);
-	free(reply);
-	return NULL;
-}
-
-/* ---- sending ------------------------------------------------------------------- */
-
-static int conn_send(struct ipc_conn *conn, const Perfetto__Protos__IPCFrame *f, int fd)
-{
-	if (!conn->ch || !conn->host)
-		return -ENOTCONN;
-	/* A failing send aborts the channel; the disconnect follows from the loop. */
-	return ipc_channel_send_frame(conn->ch, f, fd);
-}
-
-static int conn_send_invoke_reply(struct ipc_conn *conn, uint64_t request_id, bool success, bool has_more,
-				  const void *data, size_t len, int fd)
-{
-	Perfetto__Protos__IPCFrame f = PERFETTO__PROTOS__IPCFRAME__INIT;
-	Perfetto__Protos__IPCFrame__InvokeMethodReply rep = PERFETTO__PROTOS__IPCFRAME__INVOKE_METHOD_REPLY__INIT;
-
-	f.has_request_id = true;
-	f.request_id = request_id;
-	f.msg_case = PERFETTO__PROTOS__IPCFRAME__MSG_MSG_INVOKE_METHOD_REPLY;
-	f.msg_invoke_method_reply = &rep;
-	rep.has_success = true;
-	rep.success = success;
-	rep.has_has_more = true;
-	rep.has_more = has_more;
-	if (success) {
-		rep.has_reply_proto = true;
-		rep.reply_proto.len = len;
-		rep.reply_proto.data = (uint8_t *)data;
-	}
-	return conn_send(conn, &f, fd);
-}
 
 /* ---- connections ------------------------------------------------------------- */
 
 /* Unlink @conn from its host without telling anyone; drops the host's reference. */
-static void conn_detach(struct ipc_conn *conn)
+static void host_detach_conn(struct ipc_conn *conn)
 {
 	struct ipc_host *h = conn->host;
 
@@ -205,7 +124,7 @@ static void conn_detach(struct ipc_conn *conn)
 	ipc_conn_unref(conn);
 }
 
-static void conn_on_disconnect(struct ipc_channel *ch, int error, void *userdata)
+static void host_on_disconnect(struct ipc_channel *ch, int error, void *userdata)
 {
 	_cleanup_(ipc_conn_unrefp) struct ipc_conn *conn = ipc_conn_ref(userdata);
 	_cleanup_(host_unrefp) struct ipc_host *h = NULL;
@@ -222,7 +141,7 @@ static void conn_on_disconnect(struct ipc_channel *ch, int error, void *userdata
 		log_debug("Connection %" PRIu64 " does not read its replies, dropping it", conn->id);
 	}
 
-	conn_detach(conn);
+	host_detach_conn(conn);
 	for (size_t i = 0; i < h->n_services && !h->closed; i++)
 		if (h->services[i].on_disconnect)
 			h->services[i].on_disconnect(conn, h->services[i].userdata);
@@ -267,7 +186,7 @@ static void host_on_bind(struct ipc_host *h, struct ipc_conn *conn, const Perfet
 		rep.methods = ptrs;
 		break;
 	}
-	(void)conn_send(conn, &f, -EBADF);
+	(void)ipc_conn_send_frame(conn, &f, -EBADF);
 }
 
 static void host_on_invoke(struct ipc_host *h, struct ipc_conn *conn, const Perfetto__Protos__IPCFrame *req, int *fd)
@@ -283,14 +202,10 @@ static void host_on_invoke(struct ipc_host *h, struct ipc_conn *conn, const Perf
 	if (m->method_id == 0 || m->method_id > s->n_methods)
 		goto reject;
 
-	reply = calloc(1, sizeof(*reply));
+	/* One reference for the handler, one held by us across the call. */
+	reply = ipc_reply_new(conn, req->request_id, !m->drop_reply);
 	if (!reply)
 		goto reject;
-	/* One reference for the handler, one held by us across the call. */
-	reply->n_ref = 2;
-	reply->conn = ipc_conn_ref(conn);
-	reply->request_id = req->request_id;
-	reply->wanted = !m->drop_reply;
 
 	conn->frame_fd = fd;
 	r = s->invoke(conn, m->method_id, m->args_proto.data, m->args_proto.len, reply, s->userdata);
@@ -300,17 +215,17 @@ static void host_on_invoke(struct ipc_host *h, struct ipc_conn *conn, const Perf
 		/* Like a decoding failure in Perfetto's stubs: answered even with drop_reply. */
 		if (!reply->done) {
 			reply->done = true;
-			(void)conn_send_invoke_reply(conn, req->request_id, false, false, NULL, 0, -EBADF);
+			(void)ipc_conn_send_invoke_reply(conn, req->request_id, false, false, NULL, 0, -EBADF);
 		}
 		if (reply->n_ref > 1)
-			reply_unref(reply);
+			ipc_reply_unref(reply);
 	}
-	reply_unref(reply);
+	ipc_reply_unref(reply);
 	return;
 
 reject:
 	/* Bad ids are answered even when the client asked for drop_reply. */
-	(void)conn_send_invoke_reply(conn, req->request_id, false, false, NULL, 0, -EBADF);
+	(void)ipc_conn_send_invoke_reply(conn, req->request_id, false, false, NULL, 0, -EBADF);
 }
 
 static void host_on_unknown(struct ipc_host *h, struct ipc_conn *conn, const Perfetto__Protos__IPCFrame *req)
@@ -324,10 +239,10 @@ static void host_on_unknown(struct ipc_host *h, struct ipc_conn *conn, const Per
 	f.msg_case = PERFETTO__PROTOS__IPCFRAME__MSG_MSG_REQUEST_ERROR;
 	f.msg_request_error = &err;
 	err.error = (char *)"unknown request";
-	(void)conn_send(conn, &f, -EBADF);
+	(void)ipc_conn_send_frame(conn, &f, -EBADF);
 }
 
-static void conn_on_frame(struct ipc_channel *ch, const Perfetto__Protos__IPCFrame *f, int *fd, void *userdata)
+static void host_on_frame(struct ipc_channel *ch, const Perfetto__Protos__IPCFrame *f, int *fd, void *userdata)
 {
 	_cleanup_(ipc_conn_unrefp) struct ipc_conn *conn = ipc_conn_ref(userdata);
 	_cleanup_(host_unrefp) struct ipc_host *h = NULL;
@@ -392,7 +307,7 @@ static int host_add_conn(struct ipc_host *h, int fd, struct ipc_conn **ret)
 	conn->id = ++h->last_conn_id;
 	if (ipc_channel_get_peer(ch, &conn->peer) >= 0)
 		conn->have_peer = true;
-	ipc_channel_set_callbacks(ch, conn_on_frame, conn_on_disconnect, conn);
+	ipc_channel_set_callbacks(ch, host_on_frame, host_on_disconnect, conn);
 
 	if (h->event) {
 		r = ipc_channel_attach_event(ch, h->event);
@@ -477,7 +392,7 @@ struct ipc_host *ipc_host_free(struct ipc_host *h)
 		listener_close(&h->listeners[i]);
 	h->n_listeners = 0;
 	while (h->conns)
-		conn_detach(h->conns);
+		host_detach_conn(h->conns);
 	return host_unref(h);
 }
 
@@ -654,145 +569,4 @@ void ipc_host_get_stats(const struct ipc_host *h, struct ipc_host_stats *ret)
 	ret->frames_dropped = h->frames_dropped_closed;
 	for (const struct ipc_conn *c = h->conns; c; c = c->next)
 		ret->frames_dropped += ipc_channel_get_dropped_frames(c->ch);
-}
-
-/* ---- connection accessors ------------------------------------------------- */
-
-uint64_t ipc_conn_get_id(const struct ipc_conn *conn)
-{
-	return conn ? conn->id : 0;
-}
-
-int ipc_conn_get_peer(const struct ipc_conn *conn, struct ipc_peer *ret)
-{
-	if (!conn || !ret)
-		return -EINVAL;
-	if (!conn->have_peer) {
-		if (!conn->ch)
-			return -ENOTCONN;
-		/* TCP/vsock without SetPeerIdentity: traced assumes uid 0 too. */
-		*ret = (struct ipc_peer){ .pid = 0, .uid = 0, .gid = 0 };
-		return 0;
-	}
-	*ret = conn->peer;
-	return 0;
-}
-
-bool ipc_conn_can_pass_fds(const struct ipc_conn *conn)
-{
-	return conn && ipc_channel_can_pass_fds(conn->ch);
-}
-
-bool ipc_conn_is_connected(const struct ipc_conn *conn)
-{
-	return conn && conn->host && ipc_channel_is_connected(conn->ch);
-}
-
-int ipc_conn_take_fd(struct ipc_conn *conn)
-{
-	if (!conn || !conn->frame_fd)
-		return -EBADF;
-	return TAKE_FD(*conn->frame_fd);
-}
-
-void ipc_conn_set_userdata(struct ipc_conn *conn, void *userdata)
-{
-	if (conn)
-		conn->userdata = userdata;
-}
-
-void *ipc_conn_get_userdata(const struct ipc_conn *conn)
-{
-	return conn ? conn->userdata : NULL;
-}
-
-void ipc_conn_disconnect(struct ipc_conn *conn)
-{
-	if (conn && conn->ch)
-		ipc_channel_abort(conn->ch, -ECONNABORTED);
-}
-
-struct ipc_channel *ipc_conn_get_channel(struct ipc_conn *conn)
-{
-	return conn ? conn->ch : NULL;
-}
-
-/* ---- replies ------------------------------------------------------------------ */
-
-struct ipc_conn *ipc_reply_get_conn(const struct ipc_reply *reply)
-{
-	return reply ? reply->conn : NULL;
-}
-
-uint64_t ipc_reply_get_request_id(const struct ipc_reply *reply)
-{
-	return reply ? reply->request_id : 0;
-}
-
-bool ipc_reply_is_wanted(const struct ipc_reply *reply)
-{
-	return reply && reply->wanted;
-}
-
-int ipc_reply_send(struct ipc_reply *reply, const void *reply_proto, size_t len, bool has_more, int fd)
-{
-	int r = 0;
-
-	if (!reply || (!reply_proto && len > 0))
-		return -EINVAL;
-	if (reply->done)
-		return -EALREADY;
-
-	if (!has_more)
-		reply->done = true;
-	if (reply->wanted)
-		r = conn_send_invoke_reply(reply->conn, reply->request_id, true, has_more, reply_proto, len, fd);
-	if (!has_more)
-		reply_unref(reply);
-	return r;
-}
-
-int ipc_reply_reject(struct ipc_reply *reply)
-{
-	int r = 0;
-
-	if (!reply)
-		return -EINVAL;
-	if (reply->done)
-		return -EALREADY;
-
-	reply->done = true;
-	if (reply->wanted)
-		r = conn_send_invoke_reply(reply->conn, reply->request_id, false, false, NULL, 0, -EBADF);
-	reply_unref(reply);
-	return r;
-}
-
-int ipc_conn_send_reply(struct ipc_conn *conn, uint64_t request_id, bool success, bool has_more,
-			const void *reply_proto, size_t len, int fd)
-{
-	if (!conn || (!reply_proto && len > 0))
-		return -EINVAL;
-	return conn_send_invoke_reply(conn, request_id, success, success && has_more, reply_proto, len, fd);
-}
-
-struct ipc_reply *ipc_reply_forget(struct ipc_reply *reply)
-{
-	if (!reply)
-		return NULL;
-	reply->done = true;
-	return reply_unref(reply);
-}
-
-struct ipc_reply *ipc_reply_free(struct ipc_reply *reply)
-{
-	if (!reply)
-		return NULL;
-	if (!reply->done) {
-		reply->done = true;
-		/* Never leave the client's request hanging. */
-		if (reply->wanted)
-			(void)conn_send_invoke_reply(reply->conn, reply->request_id, false, false, NULL, 0, -EBADF);
-	}
-	return reply_unref(reply);
 }
