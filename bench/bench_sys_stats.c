@@ -97,7 +97,7 @@ static int sink_end(void *userdata)
 static double parse_only_us(unsigned polls)
 {
 	static const char *const files[3] = { "/proc/meminfo", "/proc/vmstat", "/proc/stat" };
-	struct ss_keymap mk, vk;
+	struct sys_stats_keymap mk, vk;
 	char *text[3] = {};
 	size_t len[3] = {};
 	static uint8_t out[256 * 1024];
@@ -107,14 +107,14 @@ static double parse_only_us(unsigned polls)
 	for (size_t i = 0; i < 3; i++)
 		if (read_full_file_at(AT_FDCWD, files[i], 1u << 24, &text[i], &len[i]) < 0)
 			return -1;
-	ss_keymap_init(&mk, SS_FILE_MEMINFO, NULL);
-	ss_keymap_init(&vk, SS_FILE_VMSTAT, NULL);
+	sys_stats_keymap_init(&mk, SYS_STATS_FILE_MEMINFO, NULL);
+	sys_stats_keymap_init(&vk, SYS_STATS_FILE_VMSTAT, NULL);
 	t0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
 	for (unsigned k = 0; k < polls; k++) {
 		pbw_init(&w, out, sizeof(out), NULL, NULL);
-		(void)ss_parse_meminfo(text[0], len[0], &mk, &w);
-		(void)ss_parse_vmstat(text[1], len[1], &vk, &w);
-		(void)ss_parse_stat(text[2], len[2], SS_STAT_ALL, 10000000, &w);
+		(void)sys_stats_parse_meminfo(text[0], len[0], &mk, &w);
+		(void)sys_stats_parse_vmstat(text[1], len[1], &vk, &w);
+		(void)sys_stats_parse_stat(text[2], len[2], SYS_STATS_STAT_ALL, 10000000, &w);
 	}
 	t1 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
 	for (size_t i = 0; i < 3; i++)

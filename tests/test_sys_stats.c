@@ -89,30 +89,30 @@ enum parser {
 	P_SLAB,
 };
 
-static size_t run_parser(enum parser p, const char *text, size_t len, const struct ss_keymap *keys,
+static size_t run_parser(enum parser p, const char *text, size_t len, const struct sys_stats_keymap *keys,
 			 unsigned mask, struct pbw *w)
 {
 	switch (p) {
 	case P_MEMINFO:
-		return ss_parse_meminfo(text, len, keys, w);
+		return sys_stats_parse_meminfo(text, len, keys, w);
 	case P_VMSTAT:
-		return ss_parse_vmstat(text, len, keys, w);
+		return sys_stats_parse_vmstat(text, len, keys, w);
 	case P_STAT:
-		return ss_parse_stat(text, len, mask, NS_PER_TICK, w);
+		return sys_stats_parse_stat(text, len, mask, NS_PER_TICK, w);
 	case P_BUDDY:
-		return ss_parse_buddyinfo(text, len, w);
+		return sys_stats_parse_buddyinfo(text, len, w);
 	case P_DISK:
-		return ss_parse_diskstats(text, len, w);
+		return sys_stats_parse_diskstats(text, len, w);
 	case P_PSI_IO:
-		return ss_parse_psi(text, len, SS_PSI_IO_SOME, w);
+		return sys_stats_parse_psi(text, len, SYS_STATS_PSI_IO_SOME, w);
 	case P_SLAB:
-		return ss_parse_slabinfo(text, len, w);
+		return sys_stats_parse_slabinfo(text, len, w);
 	}
 	return 0;
 }
 
 static void parse_text(struct parsed *out, enum parser p, const char *text, size_t len,
-		       const struct ss_keymap *keys, unsigned mask)
+		       const struct sys_stats_keymap *keys, unsigned mask)
 {
 	size_t cap = len * 8 + 4096;
 	struct pbw w;
@@ -127,7 +127,7 @@ static void parse_text(struct parsed *out, enum parser p, const char *text, size
 }
 
 static void parse_fixture(struct parsed *out, enum parser p, const char *tree, const char *path,
-			  const struct ss_keymap *keys, unsigned mask)
+			  const struct sys_stats_keymap *keys, unsigned mask)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len;
@@ -149,47 +149,47 @@ START_TEST(test_counter_tables)
 {
 	const ProtobufCEnumDescriptor *md = &perfetto__protos__meminfo_counters__descriptor;
 	const ProtobufCEnumDescriptor *vd = &perfetto__protos__vmstat_counters__descriptor;
-	struct ss_keymap m;
+	struct sys_stats_keymap m;
 
 	/* every counter of the schema but *_UNSPECIFIED has a key */
-	ss_keymap_init(&m, SS_FILE_MEMINFO, NULL);
+	sys_stats_keymap_init(&m, SYS_STATS_FILE_MEMINFO, NULL);
 	ck_assert_uint_eq(m.n, md->n_values - 1);
-	ss_keymap_init(&m, SS_FILE_VMSTAT, NULL);
+	sys_stats_keymap_init(&m, SYS_STATS_FILE_VMSTAT, NULL);
 	ck_assert_uint_eq(m.n, vd->n_values - 1);
 
-	ck_assert_uint_eq(ss_counter_number(SS_FILE_MEMINFO, "MemTotal"),
+	ck_assert_uint_eq(sys_stats_counter_number(SYS_STATS_FILE_MEMINFO, "MemTotal"),
 			  PERFETTO__PROTOS__MEMINFO_COUNTERS__MEMINFO_MEM_TOTAL);
-	ck_assert_uint_eq(ss_counter_number(SS_FILE_MEMINFO, "Active(anon)"),
+	ck_assert_uint_eq(sys_stats_counter_number(SYS_STATS_FILE_MEMINFO, "Active(anon)"),
 			  PERFETTO__PROTOS__MEMINFO_COUNTERS__MEMINFO_ACTIVE_ANON);
-	ck_assert_uint_eq(ss_counter_number(SS_FILE_MEMINFO, "SUnreclaim"),
+	ck_assert_uint_eq(sys_stats_counter_number(SYS_STATS_FILE_MEMINFO, "SUnreclaim"),
 			  PERFETTO__PROTOS__MEMINFO_COUNTERS__MEMINFO_SLAB_UNRECLAIMABLE);
-	ck_assert_uint_eq(ss_counter_number(SS_FILE_MEMINFO, "Committed_AS"),
+	ck_assert_uint_eq(sys_stats_counter_number(SYS_STATS_FILE_MEMINFO, "Committed_AS"),
 			  PERFETTO__PROTOS__MEMINFO_COUNTERS__MEMINFO_COMMITED_AS);
-	ck_assert_uint_eq(ss_counter_number(SS_FILE_MEMINFO, "ION_heap_pool"),
+	ck_assert_uint_eq(sys_stats_counter_number(SYS_STATS_FILE_MEMINFO, "ION_heap_pool"),
 			  PERFETTO__PROTOS__MEMINFO_COUNTERS__MEMINFO_ION_HEAP_POOL);
-	ck_assert_uint_eq(ss_counter_number(SS_FILE_VMSTAT, "nr_free_pages"),
+	ck_assert_uint_eq(sys_stats_counter_number(SYS_STATS_FILE_VMSTAT, "nr_free_pages"),
 			  PERFETTO__PROTOS__VMSTAT_COUNTERS__VMSTAT_NR_FREE_PAGES);
-	ck_assert_uint_eq(ss_counter_number(SS_FILE_VMSTAT, "workingset_restore_file"),
+	ck_assert_uint_eq(sys_stats_counter_number(SYS_STATS_FILE_VMSTAT, "workingset_restore_file"),
 			  PERFETTO__PROTOS__VMSTAT_COUNTERS__VMSTAT_WORKINGSET_RESTORE_FILE);
 	/* a key of the other file, or of neither */
-	ck_assert_uint_eq(ss_counter_number(SS_FILE_VMSTAT, "MemTotal"), 0);
-	ck_assert_uint_eq(ss_counter_number(SS_FILE_MEMINFO, "MemUnspecified"), 0);
+	ck_assert_uint_eq(sys_stats_counter_number(SYS_STATS_FILE_VMSTAT, "MemTotal"), 0);
+	ck_assert_uint_eq(sys_stats_counter_number(SYS_STATS_FILE_MEMINFO, "MemUnspecified"), 0);
 
 	/* every key the hash finds is the one the table has */
-	ss_keymap_init(&m, SS_FILE_VMSTAT, NULL);
+	sys_stats_keymap_init(&m, SYS_STATS_FILE_VMSTAT, NULL);
 	for (size_t i = 1; i < vd->n_values; i++) {
 		char key[128];
 		size_t n = strlen(vd->values[i].name) - strlen("VMSTAT_");
 
 		for (size_t j = 0; j <= n; j++)
 			key[j] = (char)tolower(vd->values[i].name[strlen("VMSTAT_") + j]);
-		ck_assert_uint_eq(ss_keymap_find(&m, key, n), (unsigned)vd->values[i].value);
+		ck_assert_uint_eq(sys_stats_keymap_find(&m, key, n), (unsigned)vd->values[i].value);
 	}
 }
 END_TEST
 
 /* The counters of @text the table knows, counted line by line with strcmp. */
-static size_t known_keys(const char *text, enum ss_counter_file f)
+static size_t known_keys(const char *text, enum sys_stats_counter_file f)
 {
 	_cleanup_free_ char *copy = strdup(text);
 	size_t n = 0;
@@ -198,7 +198,7 @@ static size_t known_keys(const char *text, enum ss_counter_file f)
 	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char key[128];
 
-		if (sscanf(line, "%127[^: ]", key) == 1 && ss_counter_number(f, key))
+		if (sscanf(line, "%127[^: ]", key) == 1 && sys_stats_counter_number(f, key))
 			n++;
 	}
 	return n;
@@ -207,15 +207,15 @@ static size_t known_keys(const char *text, enum ss_counter_file f)
 START_TEST(test_meminfo)
 {
 	_cleanup_free_ char *text = NULL;
-	struct ss_keymap all, some;
-	uint64_t enabled[SS_COUNTER_MAX / 64] = {};
+	struct sys_stats_keymap all, some;
+	uint64_t enabled[SYS_STATS_COUNTER_MAX / 64] = {};
 	struct parsed p;
 	size_t len;
 
-	ss_keymap_init(&all, SS_FILE_MEMINFO, NULL);
+	sys_stats_keymap_init(&all, SYS_STATS_FILE_MEMINFO, NULL);
 	text = fixture("host", "proc/meminfo", &len);
 	parse_text(&p, P_MEMINFO, text, len, &all, 0);
-	ck_assert_uint_eq(p.msg->n_meminfo, known_keys(text, SS_FILE_MEMINFO));
+	ck_assert_uint_eq(p.msg->n_meminfo, known_keys(text, SYS_STATS_FILE_MEMINFO));
 	ck_assert_uint_ge(p.msg->n_meminfo, 30);
 	ck_assert_int_eq(p.msg->meminfo[0]->key, PERFETTO__PROTOS__MEMINFO_COUNTERS__MEMINFO_MEM_TOTAL);
 	ck_assert_uint_eq(p.msg->meminfo[0]->value, 24684084);
@@ -224,7 +224,7 @@ START_TEST(test_meminfo)
 	/* only the listed counters */
 	enabled[0] = (1u << PERFETTO__PROTOS__MEMINFO_COUNTERS__MEMINFO_MEM_FREE) |
 		     (1u << PERFETTO__PROTOS__MEMINFO_COUNTERS__MEMINFO_CACHED);
-	ss_keymap_init(&some, SS_FILE_MEMINFO, enabled);
+	sys_stats_keymap_init(&some, SYS_STATS_FILE_MEMINFO, enabled);
 	parse_text(&p, P_MEMINFO, text, len, &some, 0);
 	ck_assert_uint_eq(p.msg->n_meminfo, 2);
 	ck_assert_int_eq(p.msg->meminfo[0]->key, PERFETTO__PROTOS__MEMINFO_COUNTERS__MEMINFO_MEM_FREE);
@@ -250,14 +250,14 @@ END_TEST
 START_TEST(test_vmstat)
 {
 	_cleanup_free_ char *text = NULL;
-	struct ss_keymap all;
+	struct sys_stats_keymap all;
 	struct parsed p;
 	size_t len;
 
-	ss_keymap_init(&all, SS_FILE_VMSTAT, NULL);
+	sys_stats_keymap_init(&all, SYS_STATS_FILE_VMSTAT, NULL);
 	text = fixture("host", "proc/vmstat", &len);
 	parse_text(&p, P_VMSTAT, text, len, &all, 0);
-	ck_assert_uint_eq(p.msg->n_vmstat, known_keys(text, SS_FILE_VMSTAT));
+	ck_assert_uint_eq(p.msg->n_vmstat, known_keys(text, SYS_STATS_FILE_VMSTAT));
 	ck_assert_uint_ge(p.msg->n_vmstat, 100);
 	ck_assert_int_eq(p.msg->vmstat[0]->key, PERFETTO__PROTOS__VMSTAT_COUNTERS__VMSTAT_NR_FREE_PAGES);
 	ck_assert_uint_eq(p.msg->vmstat[0]->value, 1020294);
@@ -281,7 +281,7 @@ START_TEST(test_stat)
 	const Perfetto__Protos__SysStats__CpuTimes *c;
 	struct parsed p;
 
-	parse_fixture(&p, P_STAT, "host", "proc/stat", NULL, SS_STAT_ALL);
+	parse_fixture(&p, P_STAT, "host", "proc/stat", NULL, SYS_STATS_STAT_ALL);
 	ck_assert_uint_eq(p.msg->n_cpu_stat, 2);
 	c = p.msg->cpu_stat[0];
 	ck_assert_uint_eq(c->cpu_id, 0);
@@ -308,7 +308,7 @@ START_TEST(test_stat)
 	parsed_done(&p);
 
 	/* only what stat_counters asks for */
-	parse_fixture(&p, P_STAT, "host", "proc/stat", NULL, SS_STAT_FORK_COUNT);
+	parse_fixture(&p, P_STAT, "host", "proc/stat", NULL, SYS_STATS_STAT_FORK_COUNT);
 	ck_assert_uint_eq(p.msg->n_cpu_stat, 0);
 	ck_assert(!p.msg->has_num_irq_total);
 	ck_assert(!p.msg->has_num_softirq_total);
@@ -316,7 +316,7 @@ START_TEST(test_stat)
 	parsed_done(&p);
 
 	/* short cpu line, a cpu with no number, junk fork count */
-	parse_fixture(&p, P_STAT, "edge", "proc/stat", NULL, SS_STAT_ALL);
+	parse_fixture(&p, P_STAT, "edge", "proc/stat", NULL, SYS_STATS_STAT_ALL);
 	ck_assert_uint_eq(p.msg->n_cpu_stat, 2);
 	ck_assert_uint_eq(p.msg->cpu_stat[0]->cpu_id, 0);
 	ck_assert_uint_eq(p.msg->cpu_stat[0]->system_mode_ns, 3 * NS_PER_TICK);
@@ -369,7 +369,7 @@ START_TEST(test_stat_large)
 
 	/* 4096 CPUs */
 	text = make_stat(4096, 0, &len);
-	parse_text(&p, P_STAT, text, len, NULL, SS_STAT_ALL);
+	parse_text(&p, P_STAT, text, len, NULL, SYS_STATS_STAT_ALL);
 	ck_assert_uint_eq(p.msg->n_cpu_stat, 4096);
 	ck_assert_uint_eq(p.msg->cpu_stat[4095]->cpu_id, 4095);
 	ck_assert_uint_eq(p.msg->cpu_stat[4095]->user_ns, 4095 * NS_PER_TICK);
@@ -381,7 +381,7 @@ START_TEST(test_stat_large)
 	/* 1 MiB, most of it the intr line: every non-zero count is kept */
 	text = make_stat(2, 1u << 20, &len);
 	ck_assert_uint_ge(len, 1u << 20);
-	parse_text(&p, P_STAT, text, len, NULL, SS_STAT_ALL);
+	parse_text(&p, P_STAT, text, len, NULL, SYS_STATS_STAT_ALL);
 	ck_assert_uint_eq(p.msg->n_cpu_stat, 2);
 	ck_assert_uint_eq(p.msg->num_irq_total, 123);
 	ck_assert_uint_gt(p.msg->n_num_irq, 100000);
@@ -488,13 +488,13 @@ START_TEST(test_psi_slab_values)
 	ck_assert(!p.msg->slab_info[1]->has_pages_per_slab);
 	parsed_done(&p);
 
-	ck_assert_int_eq(ss_parse_u64("1800000\n", 8, &v), 0);
+	ck_assert_int_eq(sys_stats_parse_u64("1800000\n", 8, &v), 0);
 	ck_assert_uint_eq(v, 1800000);
-	ck_assert_int_eq(ss_parse_u64("-5000\n", 6, &v), -EINVAL);
-	ck_assert_int_eq(ss_parse_u64("", 0, &v), -EINVAL);
-	ck_assert_int_eq(ss_parse_amd_sclk("0: 500Mhz \n1: 1800Mhz *\n", 24, &v), 0);
+	ck_assert_int_eq(sys_stats_parse_u64("-5000\n", 6, &v), -EINVAL);
+	ck_assert_int_eq(sys_stats_parse_u64("", 0, &v), -EINVAL);
+	ck_assert_int_eq(sys_stats_parse_amd_sclk("0: 500Mhz \n1: 1800Mhz *\n", 24, &v), 0);
 	ck_assert_uint_eq(v, 1800);
-	ck_assert_int_eq(ss_parse_amd_sclk("0: 500Mhz \n1: 1800Mhz\n", 22, &v), -ENOENT);
+	ck_assert_int_eq(sys_stats_parse_amd_sclk("0: 500Mhz \n1: 1800Mhz\n", 22, &v), -ENOENT);
 }
 END_TEST
 

@@ -20,49 +20,49 @@
 typedef Perfetto__Protos__SysStatsConfig SysStatsConfig;
 
 /* 0 stays 0 (off); below SYS_STATS_MIN_PERIOD_MS is raised to it. */
-static uint32_t clamp_period(bool has, uint32_t ms, enum ss_source s, FILE *warn)
+static uint32_t clamp_period(bool has, uint32_t ms, enum sys_stats_source s, FILE *warn)
 {
 	if (!has || ms == 0)
 		return 0;
 	if (ms < SYS_STATS_MIN_PERIOD_MS) {
 		fprintf(warn, "linux.sys_stats: %s_period_ms %u is below %u ms: %u ms is used\n",
-			ss_source_to_string(s), ms, SYS_STATS_MIN_PERIOD_MS, SYS_STATS_MIN_PERIOD_MS);
+			sys_stats_source_to_string(s), ms, SYS_STATS_MIN_PERIOD_MS, SYS_STATS_MIN_PERIOD_MS);
 		return SYS_STATS_MIN_PERIOD_MS;
 	}
 	return ms;
 }
 
-static void counters_enabled(const int *list, size_t n, uint64_t enabled[SS_COUNTER_MAX / 64])
+static void counters_enabled(const int *list, size_t n, uint64_t enabled[SYS_STATS_COUNTER_MAX / 64])
 {
-	memset(enabled, 0, SS_COUNTER_MAX / 64 * sizeof(uint64_t));
+	memset(enabled, 0, SYS_STATS_COUNTER_MAX / 64 * sizeof(uint64_t));
 	/* out-of-range numbers (a newer schema) are ignored, as traced_probes does */
 	for (size_t i = 0; i < n; i++)
-		if (list[i] > 0 && list[i] < SS_COUNTER_MAX)
+		if (list[i] > 0 && list[i] < SYS_STATS_COUNTER_MAX)
 			enabled[list[i] / 64] |= UINT64_C(1) << (list[i] % 64);
 }
 
 static void apply_config(struct sys_stats *ss, const SysStatsConfig *c, FILE *warn)
 {
-	uint64_t enabled[SS_COUNTER_MAX / 64];
-	uint32_t periods[_SS_SRC_MAX] = {};
+	uint64_t enabled[SYS_STATS_COUNTER_MAX / 64];
+	uint32_t periods[_SYS_STATS_SRC_MAX] = {};
 	uint32_t period = 0;
 
 	if (!c)
 		return;
-	periods[SS_SRC_MEMINFO] = clamp_period(c->has_meminfo_period_ms, c->meminfo_period_ms, SS_SRC_MEMINFO, warn);
-	periods[SS_SRC_VMSTAT] = clamp_period(c->has_vmstat_period_ms, c->vmstat_period_ms, SS_SRC_VMSTAT, warn);
-	periods[SS_SRC_STAT] = clamp_period(c->has_stat_period_ms, c->stat_period_ms, SS_SRC_STAT, warn);
-	periods[SS_SRC_DEVFREQ] = clamp_period(c->has_devfreq_period_ms, c->devfreq_period_ms, SS_SRC_DEVFREQ, warn);
-	periods[SS_SRC_CPUFREQ] = clamp_period(c->has_cpufreq_period_ms, c->cpufreq_period_ms, SS_SRC_CPUFREQ, warn);
-	periods[SS_SRC_BUDDYINFO] = clamp_period(c->has_buddyinfo_period_ms, c->buddyinfo_period_ms, SS_SRC_BUDDYINFO, warn);
-	periods[SS_SRC_DISKSTAT] = clamp_period(c->has_diskstat_period_ms, c->diskstat_period_ms, SS_SRC_DISKSTAT, warn);
-	periods[SS_SRC_PSI] = clamp_period(c->has_psi_period_ms, c->psi_period_ms, SS_SRC_PSI, warn);
-	periods[SS_SRC_THERMAL] = clamp_period(c->has_thermal_period_ms, c->thermal_period_ms, SS_SRC_THERMAL, warn);
-	periods[SS_SRC_CPUIDLE] = clamp_period(c->has_cpuidle_period_ms, c->cpuidle_period_ms, SS_SRC_CPUIDLE, warn);
-	periods[SS_SRC_GPUFREQ] = clamp_period(c->has_gpufreq_period_ms, c->gpufreq_period_ms, SS_SRC_GPUFREQ, warn);
-	periods[SS_SRC_SLAB] = clamp_period(c->has_slab_period_ms, c->slab_period_ms, SS_SRC_SLAB, warn);
+	periods[SYS_STATS_SRC_MEMINFO] = clamp_period(c->has_meminfo_period_ms, c->meminfo_period_ms, SYS_STATS_SRC_MEMINFO, warn);
+	periods[SYS_STATS_SRC_VMSTAT] = clamp_period(c->has_vmstat_period_ms, c->vmstat_period_ms, SYS_STATS_SRC_VMSTAT, warn);
+	periods[SYS_STATS_SRC_STAT] = clamp_period(c->has_stat_period_ms, c->stat_period_ms, SYS_STATS_SRC_STAT, warn);
+	periods[SYS_STATS_SRC_DEVFREQ] = clamp_period(c->has_devfreq_period_ms, c->devfreq_period_ms, SYS_STATS_SRC_DEVFREQ, warn);
+	periods[SYS_STATS_SRC_CPUFREQ] = clamp_period(c->has_cpufreq_period_ms, c->cpufreq_period_ms, SYS_STATS_SRC_CPUFREQ, warn);
+	periods[SYS_STATS_SRC_BUDDYINFO] = clamp_period(c->has_buddyinfo_period_ms, c->buddyinfo_period_ms, SYS_STATS_SRC_BUDDYINFO, warn);
+	periods[SYS_STATS_SRC_DISKSTAT] = clamp_period(c->has_diskstat_period_ms, c->diskstat_period_ms, SYS_STATS_SRC_DISKSTAT, warn);
+	periods[SYS_STATS_SRC_PSI] = clamp_period(c->has_psi_period_ms, c->psi_period_ms, SYS_STATS_SRC_PSI, warn);
+	periods[SYS_STATS_SRC_THERMAL] = clamp_period(c->has_thermal_period_ms, c->thermal_period_ms, SYS_STATS_SRC_THERMAL, warn);
+	periods[SYS_STATS_SRC_CPUIDLE] = clamp_period(c->has_cpuidle_period_ms, c->cpuidle_period_ms, SYS_STATS_SRC_CPUIDLE, warn);
+	periods[SYS_STATS_SRC_GPUFREQ] = clamp_period(c->has_gpufreq_period_ms, c->gpufreq_period_ms, SYS_STATS_SRC_GPUFREQ, warn);
+	periods[SYS_STATS_SRC_SLAB] = clamp_period(c->has_slab_period_ms, c->slab_period_ms, SYS_STATS_SRC_SLAB, warn);
 
-	for (size_t s = 0; s < _SS_SRC_MAX; s++)
+	for (size_t s = 0; s < _SYS_STATS_SRC_MAX; s++)
 		if (periods[s] && (period == 0 || periods[s] < period))
 			period = periods[s];
 	if (period == 0)
@@ -72,29 +72,29 @@ static void apply_config(struct sys_stats *ss, const SysStatsConfig *c, FILE *wa
 	 * period_s / shortest ticks.  Periods that do not divide are refused,
 	 * as traced_probes refuses them (it polls nothing either).
 	 */
-	for (size_t s = 0; s < _SS_SRC_MAX; s++)
+	for (size_t s = 0; s < _SYS_STATS_SRC_MAX; s++)
 		if (periods[s] % period != 0) {
 			fprintf(warn, "linux.sys_stats: the periods are not multiples of the shortest (%u ms): nothing is polled\n",
 				period);
 			return;
 		}
-	for (size_t s = 0; s < _SS_SRC_MAX; s++)
+	for (size_t s = 0; s < _SYS_STATS_SRC_MAX; s++)
 		ss->every[s] = periods[s] / period;
 	ss->period_ms = period;
 
 	if (c->n_meminfo_counters) {
 		counters_enabled((const int *)c->meminfo_counters, c->n_meminfo_counters, enabled);
-		ss_keymap_init(&ss->meminfo_keys, SS_FILE_MEMINFO, enabled);
+		sys_stats_keymap_init(&ss->meminfo_keys, SYS_STATS_FILE_MEMINFO, enabled);
 	} else {
-		ss_keymap_init(&ss->meminfo_keys, SS_FILE_MEMINFO, NULL);
+		sys_stats_keymap_init(&ss->meminfo_keys, SYS_STATS_FILE_MEMINFO, NULL);
 	}
 	if (c->n_vmstat_counters) {
 		counters_enabled((const int *)c->vmstat_counters, c->n_vmstat_counters, enabled);
-		ss_keymap_init(&ss->vmstat_keys, SS_FILE_VMSTAT, enabled);
+		sys_stats_keymap_init(&ss->vmstat_keys, SYS_STATS_FILE_VMSTAT, enabled);
 	} else {
-		ss_keymap_init(&ss->vmstat_keys, SS_FILE_VMSTAT, NULL);
+		sys_stats_keymap_init(&ss->vmstat_keys, SYS_STATS_FILE_VMSTAT, NULL);
 	}
-	ss->stat_mask = c->n_stat_counters ? 0 : SS_STAT_ALL;
+	ss->stat_mask = c->n_stat_counters ? 0 : SYS_STATS_STAT_ALL;
 	for (size_t i = 0; i < c->n_stat_counters; i++)
 		if (c->stat_counters[i] > 0 && c->stat_counters[i] < 32)
 			ss->stat_mask |= 1u << c->stat_counters[i];
@@ -107,13 +107,13 @@ static int open_root(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-static void ss_free(struct sys_stats *ss)
+static void sys_stats_free(struct sys_stats *ss)
 {
 	if (!ss)
 		return;
 	ss->timer = event_source_disable_unref(ss->timer);
 	ss->event = event_unref(ss->event);
-	ss_sources_close(ss);
+	sys_stats_sources_close(ss);
 	if (ss->proc_fd >= 0)
 		(void)close(ss->proc_fd);
 	if (ss->sys_fd >= 0)
@@ -174,7 +174,7 @@ int sys_stats_setup_at(const struct ds_env *env, const SysStatsConfig *cfg, cons
 	}
 	if (r >= 0) {
 		ss->sys_fd = r;
-		r = ss_sources_open(ss, warn);
+		r = sys_stats_sources_open(ss, warn);
 	}
 	if (r >= 0 && ss->period_ms && !env->event)
 		r = -EINVAL;
@@ -185,7 +185,7 @@ int sys_stats_setup_at(const struct ds_env *env, const SysStatsConfig *cfg, cons
 	if (r < 0) {
 		if (ret_error)
 			(void)asprintf(ret_error, "linux.sys_stats: setup failed: %s", strerror(-r));
-		ss_free(ss);
+		sys_stats_free(ss);
 		return r;
 	}
 	if (ret_warnings)
@@ -208,12 +208,12 @@ int sys_stats_poll(struct sys_stats *ss)
 		ss->tick++;
 		return -ENOSPC;
 	}
-	pbw_varint(w, SS_PKT_TIMESTAMP, now_ns(CLOCK_BOOTTIME));
-	pbw_begin_nested(w, SS_PKT_SYS_STATS);
-	for (size_t s = 0; s < _SS_SRC_MAX; s++)
+	pbw_varint(w, SYS_STATS_PKT_TIMESTAMP, now_ns(CLOCK_BOOTTIME));
+	pbw_begin_nested(w, SYS_STATS_PKT_SYS_STATS);
+	for (size_t s = 0; s < _SYS_STATS_SRC_MAX; s++)
 		if (ss->every[s] && ss->tick % ss->every[s] == 0)
-			ss_source_write(ss, (enum ss_source)s, w);
-	pbw_varint(w, SS_COLLECTION_END, now_ns(CLOCK_BOOTTIME));
+			sys_stats_source_write(ss, (enum sys_stats_source)s, w);
+	pbw_varint(w, SYS_STATS_COLLECTION_END, now_ns(CLOCK_BOOTTIME));
 	(void)pbw_end_nested(w);
 	ss->tick++;
 	r = ss->sink.end_packet(ss->sink.userdata);
@@ -306,7 +306,7 @@ static int op_report(void *ds, struct ds_report *r)
 
 static void op_free(void *ds)
 {
-	ss_free(ds);
+	sys_stats_free(ds);
 }
 
 const struct ds_ops sys_stats_ds_ops = {

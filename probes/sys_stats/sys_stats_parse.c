@@ -12,21 +12,21 @@
 
 /* ---- counter names ------------------------------------------------------ */
 
-struct ss_counter {
+struct sys_stats_counter {
 	const char *key;
 	uint16_t number;
 	uint8_t file;
 	uint8_t key_len;
 };
 
-static const struct ss_counter counters[] = {
-#define SYS_STATS_COUNTER(file, key, number, name) { key, number, SS_FILE_##file, sizeof(key) - 1 },
+static const struct sys_stats_counter counters[] = {
+#define SYS_STATS_COUNTER(file, key, number, name) { key, number, SYS_STATS_FILE_##file, sizeof(key) - 1 },
 #include "probes/sys_stats/sys_stats_counters.inc"
 #undef SYS_STATS_COUNTER
 };
 
 _Static_assert(ARRAY_SIZE(counters) < UINT16_MAX, "slot type too small");
-_Static_assert(ARRAY_SIZE(counters) < SS_KEYMAP_SLOTS / 2, "keymap too full");
+_Static_assert(ARRAY_SIZE(counters) < SYS_STATS_KEYMAP_SLOTS / 2, "keymap too full");
 
 /* FNV-1a: keys are short, and one multiply per byte is cheap enough. */
 static uint32_t key_hash(const char *key, size_t len)
@@ -38,31 +38,31 @@ static uint32_t key_hash(const char *key, size_t len)
 	return h;
 }
 
-void ss_keymap_init(struct ss_keymap *m, enum ss_counter_file file, const uint64_t *enabled)
+void sys_stats_keymap_init(struct sys_stats_keymap *m, enum sys_stats_counter_file file, const uint64_t *enabled)
 {
 	memset(m, 0, sizeof(*m));
 	for (size_t i = 0; i < ARRAY_SIZE(counters); i++) {
-		const struct ss_counter *c = &counters[i];
+		const struct sys_stats_counter *c = &counters[i];
 		uint32_t s;
 
 		if (c->file != file)
 			continue;
 		if (enabled && !(enabled[c->number / 64] & (UINT64_C(1) << (c->number % 64))))
 			continue;
-		s = key_hash(c->key, c->key_len) & (SS_KEYMAP_SLOTS - 1);
+		s = key_hash(c->key, c->key_len) & (SYS_STATS_KEYMAP_SLOTS - 1);
 		while (m->slot[s])
-			s = (s + 1) & (SS_KEYMAP_SLOTS - 1);
+			s = (s + 1) & (SYS_STATS_KEYMAP_SLOTS - 1);
 		m->slot[s] = (uint16_t)(i + 1);
 		m->n++;
 	}
 }
 
-unsigned ss_keymap_find(const struct ss_keymap *m, const char *key, size_t len)
+unsigned sys_stats_keymap_find(const struct sys_stats_keymap *m, const char *key, size_t len)
 {
-	uint32_t s = key_hash(key, len) & (SS_KEYMAP_SLOTS - 1);
+	uint32_t s = key_hash(key, len) & (SYS_STATS_KEYMAP_SLOTS - 1);
 
-	for (; m->slot[s]; s = (s + 1) & (SS_KEYMAP_SLOTS - 1)) {
-		const struct ss_counter *c = &counters[m->slot[s] - 1];
+	for (; m->slot[s]; s = (s + 1) & (SYS_STATS_KEYMAP_SLOTS - 1)) {
+		const struct sys_stats_counter *c = &counters[m->slot[s] - 1];
 
 		if (c->key_len == len && memcmp(c->key, key, len) == 0)
 			return c->number;
@@ -70,7 +70,7 @@ unsigned ss_keymap_find(const struct ss_keymap *m, const char *key, size_t len)
 	return 0;
 }
 
-unsigned ss_counter_number(enum ss_counter_file file, const char *key)
+unsigned sys_stats_counter_number(enum sys_stats_counter_file file, const char *key)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
 		if (counters[i].file == file && strcmp(counters[i].key, key) == 0)
@@ -165,13 +165,13 @@ static void put_key_value(struct pbw *w, uint32_t field, unsigned key, uint64_t 
 	pbw_reserve(w, 2 + len);
 	*w->cur++ = (uint8_t)((field << 3) | PBW_WIRE_LEN);
 	*w->cur++ = (uint8_t)len;
-	*w->cur++ = (uint8_t)((SS_KV_KEY << 3) | PBW_WIRE_VARINT);
+	*w->cur++ = (uint8_t)((SYS_STATS_KV_KEY << 3) | PBW_WIRE_VARINT);
 	w->cur = pbw_put_varint_raw(w->cur, key);
-	*w->cur++ = (uint8_t)((SS_KV_VALUE << 3) | PBW_WIRE_VARINT);
+	*w->cur++ = (uint8_t)((SYS_STATS_KV_VALUE << 3) | PBW_WIRE_VARINT);
 	w->cur = pbw_put_varint_raw(w->cur, v);
 }
 
-static size_t parse_key_value(const char *buf, size_t len, const struct ss_keymap *m,
+static size_t parse_key_value(const char *buf, size_t len, const struct sys_stats_keymap *m,
 			      bool colon, uint32_t field, struct pbw *w)
 {
 	const char *pos = buf, *end = buf + len, *ls, *le;
@@ -191,7 +191,7 @@ static size_t parse_key_value(const char *buf, size_t len, const struct ss_keyma
 				continue;
 			tl--;
 		}
-		key = ss_keymap_find(m, t, tl);
+		key = sys_stats_keymap_find(m, t, tl);
 		if (!key)
 			continue;
 		/* A value that is not a number is left out rather than sent as 0. */
@@ -203,14 +203,14 @@ static size_t parse_key_value(const char *buf, size_t len, const struct ss_keyma
 	return n;
 }
 
-size_t ss_parse_meminfo(const char *buf, size_t len, const struct ss_keymap *m, struct pbw *w)
+size_t sys_stats_parse_meminfo(const char *buf, size_t len, const struct sys_stats_keymap *m, struct pbw *w)
 {
-	return parse_key_value(buf, len, m, /* colon= */ true, SS_MEMINFO, w);
+	return parse_key_value(buf, len, m, /* colon= */ true, SYS_STATS_MEMINFO, w);
 }
 
-size_t ss_parse_vmstat(const char *buf, size_t len, const struct ss_keymap *m, struct pbw *w)
+size_t sys_stats_parse_vmstat(const char *buf, size_t len, const struct sys_stats_keymap *m, struct pbw *w)
 {
-	return parse_key_value(buf, len, m, /* colon= */ false, SS_VMSTAT, w);
+	return parse_key_value(buf, len, m, /* colon= */ false, SYS_STATS_VMSTAT, w);
 }
 
 /* ---- stat ------------------------------------------------------------------ */
@@ -241,7 +241,7 @@ static bool write_cpu_times(const char *t, size_t tl, const char *pos, const cha
 
 	if (!token_is_u64(t + 3, tl - 3, &cpu) || cpu > UINT32_MAX)
 		return false;
-	pbw_begin_nested(w, SS_CPU_STAT);
+	pbw_begin_nested(w, SYS_STATS_CPU_STAT);
 	pbw_varint(w, 1, cpu);
 	/* CpuTimes fields 2..9; a missing column is 0, as traced_probes has it. */
 	for (uint32_t f = 2; f <= 9; f++) {
@@ -284,8 +284,8 @@ static size_t write_irq_counts(const char *pos, const char *end, uint32_t total_
 	return n;
 }
 
-size_t ss_parse_stat(const char *buf, size_t len, unsigned mask, uint64_t ns_per_tick,
-		     struct pbw *w)
+size_t sys_stats_parse_stat(const char *buf, size_t len, unsigned mask, uint64_t ns_per_tick,
+			    struct pbw *w)
 {
 	const char *pos = buf, *end = buf + len, *ls, *le;
 	size_t n = 0;
@@ -297,18 +297,18 @@ size_t ss_parse_stat(const char *buf, size_t len, unsigned mask, uint64_t ns_per
 		if (!next_token(&ls, le, &t, &tl))
 			continue;
 		/* "cpu" alone is the sum over CPUs: traced_probes leaves it out. */
-		if ((mask & SS_STAT_CPU_TIMES) && tl > 3 && memcmp(t, "cpu", 3) == 0) {
+		if ((mask & SYS_STATS_STAT_CPU_TIMES) && tl > 3 && memcmp(t, "cpu", 3) == 0) {
 			n += write_cpu_times(t, tl, ls, le, ns_per_tick, w);
-		} else if ((mask & SS_STAT_IRQ_COUNTS) && token_is(t, tl, "intr")) {
-			n += write_irq_counts(ls, le, SS_NUM_IRQ_TOTAL, SS_NUM_IRQ, true, w);
-		} else if ((mask & SS_STAT_SOFTIRQ_COUNTS) && token_is(t, tl, "softirq")) {
-			n += write_irq_counts(ls, le, SS_NUM_SOFTIRQ_TOTAL, SS_NUM_SOFTIRQ, false, w);
-		} else if ((mask & SS_STAT_FORK_COUNT) && token_is(t, tl, "processes")) {
+		} else if ((mask & SYS_STATS_STAT_IRQ_COUNTS) && token_is(t, tl, "intr")) {
+			n += write_irq_counts(ls, le, SYS_STATS_NUM_IRQ_TOTAL, SYS_STATS_NUM_IRQ, true, w);
+		} else if ((mask & SYS_STATS_STAT_SOFTIRQ_COUNTS) && token_is(t, tl, "softirq")) {
+			n += write_irq_counts(ls, le, SYS_STATS_NUM_SOFTIRQ_TOTAL, SYS_STATS_NUM_SOFTIRQ, false, w);
+		} else if ((mask & SYS_STATS_STAT_FORK_COUNT) && token_is(t, tl, "processes")) {
 			uint64_t v;
 
 			/* a count that is not a number is left out rather than sent as 0 */
 			if (next_token(&ls, le, &t, &tl) && token_u64(t, tl, &v)) {
-				pbw_varint(w, SS_NUM_FORKS, v);
+				pbw_varint(w, SYS_STATS_NUM_FORKS, v);
 				n++;
 			}
 		}
@@ -318,7 +318,7 @@ size_t ss_parse_stat(const char *buf, size_t len, unsigned mask, uint64_t ns_per
 
 /* ---- buddyinfo, diskstats, psi, slabinfo ------------------------------------ */
 
-size_t ss_parse_buddyinfo(const char *buf, size_t len, struct pbw *w)
+size_t sys_stats_parse_buddyinfo(const char *buf, size_t len, struct pbw *w)
 {
 	const char *pos = buf, *end = buf + len, *ls, *le;
 	size_t n = 0;
@@ -331,7 +331,7 @@ size_t ss_parse_buddyinfo(const char *buf, size_t len, struct pbw *w)
 
 		if (!next_token(&ls, le, &t, &tl))
 			continue;
-		pbw_begin_nested(w, SS_BUDDY_INFO);
+		pbw_begin_nested(w, SYS_STATS_BUDDY_INFO);
 		for (i = 1; next_token(&ls, le, &t, &tl); i++) {
 			if (i == 1) {
 				comma = memchr(t, ',', tl);
@@ -353,7 +353,7 @@ static const uint8_t disk_field[20] = {
 	[5] = 2, [6] = 3, [9] = 4, [10] = 5, [16] = 6, [17] = 7, [18] = 8, [19] = 9,
 };
 
-size_t ss_parse_diskstats(const char *buf, size_t len, struct pbw *w)
+size_t sys_stats_parse_diskstats(const char *buf, size_t len, struct pbw *w)
 {
 	const char *pos = buf, *end = buf + len, *ls, *le;
 	size_t n = 0;
@@ -366,7 +366,7 @@ size_t ss_parse_diskstats(const char *buf, size_t len, struct pbw *w)
 
 		if (!next_token(&ls, le, &t, &tl))
 			continue;
-		pbw_begin_nested(w, SS_DISK_STAT);
+		pbw_begin_nested(w, SYS_STATS_DISK_STAT);
 		for (i = 1; i < ARRAY_SIZE(disk_field) && next_token(&ls, le, &t, &tl); i++) {
 			if (i == 2)
 				pbw_bytes(w, 1, t, tl);
@@ -379,7 +379,7 @@ size_t ss_parse_diskstats(const char *buf, size_t len, struct pbw *w)
 	return n;
 }
 
-size_t ss_parse_psi(const char *buf, size_t len, unsigned some, struct pbw *w)
+size_t sys_stats_parse_psi(const char *buf, size_t len, unsigned some, struct pbw *w)
 {
 	const char *pos = buf, *end = buf + len, *ls, *le;
 	size_t n = 0;
@@ -396,7 +396,7 @@ size_t ss_parse_psi(const char *buf, size_t len, unsigned some, struct pbw *w)
 			resource = some;
 		else if (token_is(t, tl, "full"))
 			resource = some + 1;
-		pbw_begin_nested(w, SS_PSI);
+		pbw_begin_nested(w, SYS_STATS_PSI);
 		pbw_varint(w, 1, resource);
 		for (i = 1; i <= 4 && next_token(&ls, le, &t, &tl); i++) {
 			if (i < 4)
@@ -413,7 +413,7 @@ size_t ss_parse_psi(const char *buf, size_t len, unsigned some, struct pbw *w)
 	return n;
 }
 
-size_t ss_parse_slabinfo(const char *buf, size_t len, struct pbw *w)
+size_t sys_stats_parse_slabinfo(const char *buf, size_t len, struct pbw *w)
 {
 	const char *pos = buf, *end = buf + len, *ls, *le;
 	size_t n = 0;
@@ -433,7 +433,7 @@ size_t ss_parse_slabinfo(const char *buf, size_t len, struct pbw *w)
 			continue;
 		if (!next_token(&ls, le, &t, &tl))
 			continue;
-		pbw_begin_nested(w, SS_SLAB_INFO);
+		pbw_begin_nested(w, SYS_STATS_SLAB_INFO);
 		pbw_bytes(w, 1, t, tl);
 		for (i = 1; i <= 14 && next_token(&ls, le, &t, &tl); i++) {
 			if (i == 5)
@@ -449,12 +449,12 @@ size_t ss_parse_slabinfo(const char *buf, size_t len, struct pbw *w)
 
 /* ---- single values ------------------------------------------------------------ */
 
-int ss_parse_u64(const char *buf, size_t len, uint64_t *ret)
+int sys_stats_parse_u64(const char *buf, size_t len, uint64_t *ret)
 {
 	return token_u64(buf, len, ret) ? 0 : -EINVAL;
 }
 
-int ss_parse_amd_sclk(const char *buf, size_t len, uint64_t *ret)
+int sys_stats_parse_amd_sclk(const char *buf, size_t len, uint64_t *ret)
 {
 	const char *pos = buf, *end = buf + len, *ls, *le;
 

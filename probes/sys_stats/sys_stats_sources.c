@@ -16,30 +16,30 @@
 #include "util/util.h"
 
 /* First size of the read buffer; it doubles while a file fills it. */
-#define SS_BUF_INITIAL (16u * 1024)
+#define SYS_STATS_BUF_INITIAL (16u * 1024)
 /* Beyond this a file is cut (a /proc/stat of ~100k CPUs). */
-#define SS_BUF_MAX (64u * 1024 * 1024)
+#define SYS_STATS_BUF_MAX (64u * 1024 * 1024)
 /* The longest name or type we keep from a small sysfs file. */
-#define SS_SMALL_FILE_MAX 4096
+#define SYS_STATS_SMALL_FILE_MAX 4096
 
-static const char *const source_names[_SS_SRC_MAX] = {
-	[SS_SRC_MEMINFO] = "meminfo",
-	[SS_SRC_VMSTAT] = "vmstat",
-	[SS_SRC_STAT] = "stat",
-	[SS_SRC_DEVFREQ] = "devfreq",
-	[SS_SRC_CPUFREQ] = "cpufreq",
-	[SS_SRC_BUDDYINFO] = "buddyinfo",
-	[SS_SRC_DISKSTAT] = "diskstat",
-	[SS_SRC_PSI] = "psi",
-	[SS_SRC_THERMAL] = "thermal",
-	[SS_SRC_CPUIDLE] = "cpuidle",
-	[SS_SRC_GPUFREQ] = "gpufreq",
-	[SS_SRC_SLAB] = "slab",
+static const char *const source_names[_SYS_STATS_SRC_MAX] = {
+	[SYS_STATS_SRC_MEMINFO] = "meminfo",
+	[SYS_STATS_SRC_VMSTAT] = "vmstat",
+	[SYS_STATS_SRC_STAT] = "stat",
+	[SYS_STATS_SRC_DEVFREQ] = "devfreq",
+	[SYS_STATS_SRC_CPUFREQ] = "cpufreq",
+	[SYS_STATS_SRC_BUDDYINFO] = "buddyinfo",
+	[SYS_STATS_SRC_DISKSTAT] = "diskstat",
+	[SYS_STATS_SRC_PSI] = "psi",
+	[SYS_STATS_SRC_THERMAL] = "thermal",
+	[SYS_STATS_SRC_CPUIDLE] = "cpuidle",
+	[SYS_STATS_SRC_GPUFREQ] = "gpufreq",
+	[SYS_STATS_SRC_SLAB] = "slab",
 };
 
-const char *ss_source_to_string(enum ss_source s)
+const char *sys_stats_source_to_string(enum sys_stats_source s)
 {
-	return s >= 0 && s < _SS_SRC_MAX ? source_names[s] : NULL;
+	return s >= 0 && s < _SYS_STATS_SRC_MAX ? source_names[s] : NULL;
 }
 
 /* ---- setup ------------------------------------------------------------------ */
@@ -51,7 +51,7 @@ static int open_at(int dirfd, const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-static int open_file(struct ss_file *f, int dirfd, const char *path)
+static int open_file(struct sys_stats_file *f, int dirfd, const char *path)
 {
 	int fd = open_at(dirfd, path);
 
@@ -59,7 +59,7 @@ static int open_file(struct ss_file *f, int dirfd, const char *path)
 	return fd < 0 ? fd : 0;
 }
 
-static void close_file(struct ss_file *f)
+static void close_file(struct sys_stats_file *f)
 {
 	if (f->fd >= 0)
 		(void)close(f->fd);
@@ -72,7 +72,7 @@ static char *read_small(int dirfd, const char *path)
 	char *buf = NULL;
 	size_t len = 0;
 
-	if (read_full_file_at(dirfd, path, SS_SMALL_FILE_MAX, &buf, &len) < 0)
+	if (read_full_file_at(dirfd, path, SYS_STATS_SMALL_FILE_MAX, &buf, &len) < 0)
 		return NULL;
 	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
 		buf[--len] = '\0';
@@ -192,10 +192,10 @@ static int open_cpufreq(struct sys_stats *ss, FILE *warn)
 }
 
 static int open_named(int dirfd, const char *dir, const char *prefix, bool numbered,
-		      const char *value_file, const char *type_file, struct ss_named **ret,
+		      const char *value_file, const char *type_file, struct sys_stats_named **ret,
 		      size_t *ret_n, size_t *ret_missing)
 {
-	struct ss_named *v;
+	struct sys_stats_named *v;
 	char **names;
 	size_t n, missing = 0;
 	char path[PATH_MAX];
@@ -229,7 +229,7 @@ static int open_named(int dirfd, const char *dir, const char *prefix, bool numbe
 	return 0;
 }
 
-static void free_named(struct ss_named *v, size_t n)
+static void free_named(struct sys_stats_named *v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++) {
 		free(v[i].name);
@@ -248,7 +248,7 @@ static int open_cpuidle(struct sys_stats *ss, FILE *warn)
 	if (!ss->cpuidle)
 		return -ENOMEM;
 	for (uint32_t c = 0; c < ss->n_cpus; c++) {
-		struct ss_cpuidle_cpu *cpu = &ss->cpuidle[ss->n_cpuidle];
+		struct sys_stats_cpuidle_cpu *cpu = &ss->cpuidle[ss->n_cpuidle];
 		int r;
 
 		(void)snprintf(dir, sizeof(dir), "devices/system/cpu/cpu%u/cpuidle", c);
@@ -258,7 +258,7 @@ static int open_cpuidle(struct sys_stats *ss, FILE *warn)
 			return r;
 		if (r < 0 || cpu->n_states == 0) {
 			free_named(cpu->states, cpu->n_states);
-			*cpu = (struct ss_cpuidle_cpu){};
+			*cpu = (struct sys_stats_cpuidle_cpu){};
 			missing++;
 			continue;
 		}
@@ -288,15 +288,15 @@ static int open_cpuidle(struct sys_stats *ss, FILE *warn)
 static void open_gpu(struct sys_stats *ss)
 {
 	static const struct {
-		enum ss_gpu_kind kind;
+		enum sys_stats_gpu_kind kind;
 		const char *path;
 	} gpus[] = {
-		{ SS_GPU_KGSL, "class/kgsl/kgsl-3d0/devfreq/cur_freq" },
-		{ SS_GPU_I915, "class/drm/card0/gt_act_freq_mhz" },
-		{ SS_GPU_AMD, "class/drm/card0/device/pp_dpm_sclk" },
+		{ SYS_STATS_GPU_KGSL, "class/kgsl/kgsl-3d0/devfreq/cur_freq" },
+		{ SYS_STATS_GPU_I915, "class/drm/card0/gt_act_freq_mhz" },
+		{ SYS_STATS_GPU_AMD, "class/drm/card0/device/pp_dpm_sclk" },
 	};
 
-	ss->gpu_kind = SS_GPU_NONE;
+	ss->gpu_kind = SYS_STATS_GPU_NONE;
 	for (size_t i = 0; i < ARRAY_SIZE(gpus); i++)
 		if (open_file(&ss->gpu, ss->sys_fd, gpus[i].path) == 0) {
 			ss->gpu_kind = gpus[i].kind;
@@ -304,7 +304,7 @@ static void open_gpu(struct sys_stats *ss)
 		}
 }
 
-static void open_proc(struct sys_stats *ss, struct ss_file *f, const char *path, FILE *warn)
+static void open_proc(struct sys_stats *ss, struct sys_stats_file *f, const char *path, FILE *warn)
 {
 	int r = open_file(f, ss->proc_fd, path);
 
@@ -313,7 +313,7 @@ static void open_proc(struct sys_stats *ss, struct ss_file *f, const char *path,
 			strerror(-r));
 }
 
-int ss_sources_open(struct sys_stats *ss, FILE *warn)
+int sys_stats_sources_open(struct sys_stats *ss, FILE *warn)
 {
 	size_t missing;
 	int r;
@@ -323,41 +323,41 @@ int ss_sources_open(struct sys_stats *ss, FILE *warn)
 	for (size_t i = 0; i < ARRAY_SIZE(ss->psi); i++)
 		ss->psi[i].fd = -EBADF;
 
-	if (ss->every[SS_SRC_MEMINFO])
+	if (ss->every[SYS_STATS_SRC_MEMINFO])
 		open_proc(ss, &ss->meminfo, "meminfo", warn);
-	if (ss->every[SS_SRC_VMSTAT])
+	if (ss->every[SYS_STATS_SRC_VMSTAT])
 		open_proc(ss, &ss->vmstat, "vmstat", warn);
-	if (ss->every[SS_SRC_STAT])
+	if (ss->every[SYS_STATS_SRC_STAT])
 		open_proc(ss, &ss->stat, "stat", warn);
-	if (ss->every[SS_SRC_BUDDYINFO])
+	if (ss->every[SYS_STATS_SRC_BUDDYINFO])
 		open_proc(ss, &ss->buddyinfo, "buddyinfo", warn);
-	if (ss->every[SS_SRC_DISKSTAT])
+	if (ss->every[SYS_STATS_SRC_DISKSTAT])
 		open_proc(ss, &ss->diskstats, "diskstats", warn);
-	if (ss->every[SS_SRC_SLAB])
+	if (ss->every[SYS_STATS_SRC_SLAB])
 		open_proc(ss, &ss->slabinfo, "slabinfo", warn);
-	if (ss->every[SS_SRC_PSI]) {
+	if (ss->every[SYS_STATS_SRC_PSI]) {
 		open_proc(ss, &ss->psi[0], "pressure/cpu", warn);
 		open_proc(ss, &ss->psi[1], "pressure/io", warn);
 		open_proc(ss, &ss->psi[2], "pressure/memory", warn);
 	}
 
-	if (ss->every[SS_SRC_CPUFREQ] || ss->every[SS_SRC_CPUIDLE]) {
+	if (ss->every[SYS_STATS_SRC_CPUFREQ] || ss->every[SYS_STATS_SRC_CPUIDLE]) {
 		r = count_cpus(ss->sys_fd, &ss->n_cpus);
 		if (r < 0)
 			fprintf(warn, "linux.sys_stats: cannot list /sys/devices/system/cpu (%s)\n",
 				strerror(-r));
 	}
-	if (ss->every[SS_SRC_CPUFREQ]) {
+	if (ss->every[SYS_STATS_SRC_CPUFREQ]) {
 		r = open_cpufreq(ss, warn);
 		if (r < 0)
 			return r;
 	}
-	if (ss->every[SS_SRC_CPUIDLE]) {
+	if (ss->every[SYS_STATS_SRC_CPUIDLE]) {
 		r = open_cpuidle(ss, warn);
 		if (r < 0)
 			return r;
 	}
-	if (ss->every[SS_SRC_DEVFREQ]) {
+	if (ss->every[SYS_STATS_SRC_DEVFREQ]) {
 		r = open_named(ss->sys_fd, "class/devfreq", "", false, "cur_freq", NULL,
 			       &ss->devfreq, &ss->n_devfreq, &missing);
 		if (r == -ENOMEM)
@@ -368,7 +368,7 @@ int ss_sources_open(struct sys_stats *ss, FILE *warn)
 			fprintf(warn, "linux.sys_stats: devfreq: %zu of %zu devices have no readable cur_freq: 0 is written for them\n",
 				missing, ss->n_devfreq);
 	}
-	if (ss->every[SS_SRC_THERMAL]) {
+	if (ss->every[SYS_STATS_SRC_THERMAL]) {
 		r = open_named(ss->sys_fd, "class/thermal", "thermal_zone", true, "temp", "type",
 			       &ss->thermal, &ss->n_thermal, &missing);
 		if (r == -ENOMEM)
@@ -379,15 +379,15 @@ int ss_sources_open(struct sys_stats *ss, FILE *warn)
 			fprintf(warn, "linux.sys_stats: thermal: %zu of %zu zones have no readable temp\n",
 				missing, ss->n_thermal);
 	}
-	if (ss->every[SS_SRC_GPUFREQ]) {
+	if (ss->every[SYS_STATS_SRC_GPUFREQ]) {
 		open_gpu(ss);
-		if (ss->gpu_kind == SS_GPU_NONE)
+		if (ss->gpu_kind == SYS_STATS_GPU_NONE)
 			fprintf(warn, "linux.sys_stats: gpufreq: no kgsl, i915 or amdgpu frequency file\n");
 	}
 	return 0;
 }
 
-void ss_sources_close(struct sys_stats *ss)
+void sys_stats_sources_close(struct sys_stats *ss)
 {
 	close_file(&ss->meminfo);
 	close_file(&ss->vmstat);
@@ -422,10 +422,10 @@ void ss_sources_close(struct sys_stats *ss)
 
 static int grow_buf(struct sys_stats *ss)
 {
-	size_t size = ss->buf_size ? ss->buf_size * 2 : SS_BUF_INITIAL;
+	size_t size = ss->buf_size ? ss->buf_size * 2 : SYS_STATS_BUF_INITIAL;
 	char *b;
 
-	if (size > SS_BUF_MAX)
+	if (size > SYS_STATS_BUF_MAX)
 		return -EFBIG;
 	b = realloc(ss->buf, size);
 	if (!b)
@@ -441,7 +441,7 @@ static int grow_buf(struct sys_stats *ss)
  * file fills the buffer (the first poll, or a file that grew) is the buffer
  * doubled and the file read again.  Failures are said once per source.
  */
-static int read_file(struct sys_stats *ss, enum ss_source s, struct ss_file *f, size_t *ret_len)
+static int read_file(struct sys_stats *ss, enum sys_stats_source s, struct sys_stats_file *f, size_t *ret_len)
 {
 	int r;
 
@@ -468,7 +468,7 @@ static int read_file(struct sys_stats *ss, enum ss_source s, struct ss_file *f, 
 		}
 		r = grow_buf(ss);
 		if (r == -EFBIG) {
-			/* cut at SS_BUF_MAX: parsers see whole lines up to there */
+			/* cut at SYS_STATS_BUF_MAX: parsers see whole lines up to there */
 			ss->stats.bytes_read += (size_t)n;
 			*ret_len = (size_t)n;
 			return 0;
@@ -481,16 +481,16 @@ static int read_file(struct sys_stats *ss, enum ss_source s, struct ss_file *f, 
 		ss->read_error_logged[s] = true;
 		log_warning_errno(r, "linux.sys_stats: reading a %s file failed, it is left out "
 				     "while it fails (said once per session): %m",
-				  ss_source_to_string(s));
+				  sys_stats_source_to_string(s));
 	}
 	return r;
 }
 
-static bool read_u64(struct sys_stats *ss, enum ss_source s, struct ss_file *f, uint64_t *ret)
+static bool read_u64(struct sys_stats *ss, enum sys_stats_source s, struct sys_stats_file *f, uint64_t *ret)
 {
 	size_t len;
 
-	return read_file(ss, s, f, &len) == 0 && ss_parse_u64(ss->buf, len, ret) == 0;
+	return read_file(ss, s, f, &len) == 0 && sys_stats_parse_u64(ss->buf, len, ret) == 0;
 }
 
 static void write_devfreq(struct sys_stats *ss, struct pbw *w)
@@ -500,10 +500,10 @@ static void write_devfreq(struct sys_stats *ss, struct pbw *w)
 
 		/* unreadable: 0, as traced_probes writes it */
 		if (ss->devfreq[i].f.fd >= 0)
-			(void)read_u64(ss, SS_SRC_DEVFREQ, &ss->devfreq[i].f, &v);
-		pbw_begin_nested(w, SS_DEVFREQ);
-		pbw_string(w, SS_KV_KEY, ss->devfreq[i].name);
-		pbw_varint(w, SS_KV_VALUE, v);
+			(void)read_u64(ss, SYS_STATS_SRC_DEVFREQ, &ss->devfreq[i].f, &v);
+		pbw_begin_nested(w, SYS_STATS_DEVFREQ);
+		pbw_string(w, SYS_STATS_KV_KEY, ss->devfreq[i].name);
+		pbw_varint(w, SYS_STATS_KV_VALUE, v);
 		(void)pbw_end_nested(w);
 	}
 }
@@ -513,22 +513,22 @@ static void write_cpufreq(struct sys_stats *ss, struct pbw *w)
 	for (uint32_t c = 0; c < ss->n_cpus; c++) {
 		uint64_t v = 0;
 
-		if (ss->cpufreq[c].fd >= 0 && !read_u64(ss, SS_SRC_CPUFREQ, &ss->cpufreq[c], &v))
+		if (ss->cpufreq[c].fd >= 0 && !read_u64(ss, SYS_STATS_SRC_CPUFREQ, &ss->cpufreq[c], &v))
 			v = 0;
-		pbw_varint(w, SS_CPUFREQ_KHZ, (uint32_t)v);
+		pbw_varint(w, SYS_STATS_CPUFREQ_KHZ, (uint32_t)v);
 	}
 }
 
 static void write_thermal(struct sys_stats *ss, struct pbw *w)
 {
 	for (size_t i = 0; i < ss->n_thermal; i++) {
-		const struct ss_named *z = &ss->thermal[i];
+		const struct sys_stats_named *z = &ss->thermal[i];
 		uint64_t v;
 
-		pbw_begin_nested(w, SS_THERMAL_ZONE);
+		pbw_begin_nested(w, SYS_STATS_THERMAL_ZONE);
 		pbw_string(w, 1, z->name);
 		/* EIO from a sensor that is off: the zone goes without a temperature */
-		if (z->f.fd >= 0 && read_u64(ss, SS_SRC_THERMAL, &ss->thermal[i].f, &v))
+		if (z->f.fd >= 0 && read_u64(ss, SYS_STATS_SRC_THERMAL, &ss->thermal[i].f, &v))
 			pbw_varint(w, 2, v / 1000);
 		if (z->type)
 			pbw_string(w, 3, z->type);
@@ -539,15 +539,15 @@ static void write_thermal(struct sys_stats *ss, struct pbw *w)
 static void write_cpuidle(struct sys_stats *ss, struct pbw *w)
 {
 	for (size_t i = 0; i < ss->n_cpuidle; i++) {
-		struct ss_cpuidle_cpu *cpu = &ss->cpuidle[i];
+		struct sys_stats_cpuidle_cpu *cpu = &ss->cpuidle[i];
 
-		pbw_begin_nested(w, SS_CPUIDLE_STATE);
+		pbw_begin_nested(w, SYS_STATS_CPUIDLE_STATE);
 		pbw_varint(w, 1, cpu->cpu);
 		for (size_t k = 0; k < cpu->n_states; k++) {
 			uint64_t v;
 
 			if (cpu->states[k].f.fd < 0 ||
-			    !read_u64(ss, SS_SRC_CPUIDLE, &cpu->states[k].f, &v))
+			    !read_u64(ss, SYS_STATS_SRC_CPUIDLE, &cpu->states[k].f, &v))
 				continue;
 			pbw_begin_nested(w, 2);
 			pbw_string(w, 1, cpu->states[k].name);
@@ -564,73 +564,73 @@ static void write_gpufreq(struct sys_stats *ss, struct pbw *w)
 	size_t len;
 
 	switch (ss->gpu_kind) {
-	case SS_GPU_KGSL:
-		if (read_u64(ss, SS_SRC_GPUFREQ, &ss->gpu, &v))
-			pbw_varint(w, SS_GPUFREQ_MHZ, v / 1000000);
+	case SYS_STATS_GPU_KGSL:
+		if (read_u64(ss, SYS_STATS_SRC_GPUFREQ, &ss->gpu, &v))
+			pbw_varint(w, SYS_STATS_GPUFREQ_MHZ, v / 1000000);
 		break;
-	case SS_GPU_I915:
-		if (read_u64(ss, SS_SRC_GPUFREQ, &ss->gpu, &v))
-			pbw_varint(w, SS_GPUFREQ_MHZ, v);
+	case SYS_STATS_GPU_I915:
+		if (read_u64(ss, SYS_STATS_SRC_GPUFREQ, &ss->gpu, &v))
+			pbw_varint(w, SYS_STATS_GPUFREQ_MHZ, v);
 		break;
-	case SS_GPU_AMD:
-		if (read_file(ss, SS_SRC_GPUFREQ, &ss->gpu, &len) == 0 &&
-		    ss_parse_amd_sclk(ss->buf, len, &v) == 0)
-			pbw_varint(w, SS_GPUFREQ_MHZ, v);
+	case SYS_STATS_GPU_AMD:
+		if (read_file(ss, SYS_STATS_SRC_GPUFREQ, &ss->gpu, &len) == 0 &&
+		    sys_stats_parse_amd_sclk(ss->buf, len, &v) == 0)
+			pbw_varint(w, SYS_STATS_GPUFREQ_MHZ, v);
 		break;
 	default:
 		break;
 	}
 }
 
-void ss_source_write(struct sys_stats *ss, enum ss_source s, struct pbw *w)
+void sys_stats_source_write(struct sys_stats *ss, enum sys_stats_source s, struct pbw *w)
 {
-	static const unsigned psi_some[3] = { SS_PSI_CPU_SOME, SS_PSI_IO_SOME, SS_PSI_MEMORY_SOME };
+	static const unsigned psi_some[3] = { SYS_STATS_PSI_CPU_SOME, SYS_STATS_PSI_IO_SOME, SYS_STATS_PSI_MEMORY_SOME };
 	size_t len;
 
 	switch (s) {
-	case SS_SRC_MEMINFO:
+	case SYS_STATS_SRC_MEMINFO:
 		if (read_file(ss, s, &ss->meminfo, &len) == 0)
-			(void)ss_parse_meminfo(ss->buf, len, &ss->meminfo_keys, w);
+			(void)sys_stats_parse_meminfo(ss->buf, len, &ss->meminfo_keys, w);
 		break;
-	case SS_SRC_VMSTAT:
+	case SYS_STATS_SRC_VMSTAT:
 		if (read_file(ss, s, &ss->vmstat, &len) == 0)
-			(void)ss_parse_vmstat(ss->buf, len, &ss->vmstat_keys, w);
+			(void)sys_stats_parse_vmstat(ss->buf, len, &ss->vmstat_keys, w);
 		break;
-	case SS_SRC_STAT:
+	case SYS_STATS_SRC_STAT:
 		if (read_file(ss, s, &ss->stat, &len) == 0)
-			(void)ss_parse_stat(ss->buf, len, ss->stat_mask, ss->ns_per_user_hz, w);
+			(void)sys_stats_parse_stat(ss->buf, len, ss->stat_mask, ss->ns_per_user_hz, w);
 		break;
-	case SS_SRC_DEVFREQ:
+	case SYS_STATS_SRC_DEVFREQ:
 		write_devfreq(ss, w);
 		break;
-	case SS_SRC_CPUFREQ:
+	case SYS_STATS_SRC_CPUFREQ:
 		write_cpufreq(ss, w);
 		break;
-	case SS_SRC_BUDDYINFO:
+	case SYS_STATS_SRC_BUDDYINFO:
 		if (read_file(ss, s, &ss->buddyinfo, &len) == 0)
-			(void)ss_parse_buddyinfo(ss->buf, len, w);
+			(void)sys_stats_parse_buddyinfo(ss->buf, len, w);
 		break;
-	case SS_SRC_DISKSTAT:
+	case SYS_STATS_SRC_DISKSTAT:
 		if (read_file(ss, s, &ss->diskstats, &len) == 0)
-			(void)ss_parse_diskstats(ss->buf, len, w);
+			(void)sys_stats_parse_diskstats(ss->buf, len, w);
 		break;
-	case SS_SRC_PSI:
+	case SYS_STATS_SRC_PSI:
 		for (size_t i = 0; i < ARRAY_SIZE(ss->psi); i++)
 			if (ss->psi[i].fd >= 0 && read_file(ss, s, &ss->psi[i], &len) == 0)
-				(void)ss_parse_psi(ss->buf, len, psi_some[i], w);
+				(void)sys_stats_parse_psi(ss->buf, len, psi_some[i], w);
 		break;
-	case SS_SRC_THERMAL:
+	case SYS_STATS_SRC_THERMAL:
 		write_thermal(ss, w);
 		break;
-	case SS_SRC_CPUIDLE:
+	case SYS_STATS_SRC_CPUIDLE:
 		write_cpuidle(ss, w);
 		break;
-	case SS_SRC_GPUFREQ:
+	case SYS_STATS_SRC_GPUFREQ:
 		write_gpufreq(ss, w);
 		break;
-	case SS_SRC_SLAB:
+	case SYS_STATS_SRC_SLAB:
 		if (read_file(ss, s, &ss->slabinfo, &len) == 0)
-			(void)ss_parse_slabinfo(ss->buf, len, w);
+			(void)sys_stats_parse_slabinfo(ss->buf, len, w);
 		break;
 	default:
 		break;

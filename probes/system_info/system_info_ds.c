@@ -20,10 +20,10 @@
 #include "util/util.h"
 
 /* /proc/cpuinfo of 4096 CPUs with every x86 flag is ~10 MiB. */
-#define SI_CPUINFO_MAX (64u * 1024 * 1024)
-#define SI_SMALL_MAX (64u * 1024)
+#define SYSTEM_INFO_CPUINFO_MAX (64u * 1024 * 1024)
+#define SYSTEM_INFO_SMALL_MAX (64u * 1024)
 /* Frequencies kept per CPU: cpufreq tables are far shorter. */
-#define SI_FREQS_MAX 512
+#define SYSTEM_INFO_FREQS_MAX 512
 
 struct system_info {
 	struct pbw_sink sink;
@@ -41,7 +41,7 @@ static int open_root(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-static void si_free(struct system_info *si)
+static void system_info_free(struct system_info *si)
 {
 	if (!si)
 		return;
@@ -72,7 +72,7 @@ int system_info_setup_at(const struct ds_env *env, const Perfetto__Protos__Syste
 		r = open_root(sys_root ? sys_root : "/sys");
 	}
 	if (r < 0) {
-		si_free(si);
+		system_info_free(si);
 		return r;
 	}
 	si->sys_fd = r;
@@ -90,7 +90,7 @@ static char *read_at(int dirfd, const char *path, size_t max, size_t *ret_len)
 	return buf;
 }
 
-static void write_cpu(struct system_info *si, struct pbw *w, const struct si_cpu *cpu,
+static void write_cpu(struct system_info *si, struct pbw *w, const struct system_info_cpu *cpu,
 		      uint32_t *freqs)
 {
 	static const char *const freq_files[] = {
@@ -102,35 +102,35 @@ static void write_cpu(struct system_info *si, struct pbw *w, const struct si_cpu
 	char *text;
 	uint64_t cap;
 
-	pbw_begin_nested(w, SI_CPUINFO_CPUS);
-	pbw_bytes(w, SI_CPU_PROCESSOR, cpu->processor, cpu->processor_len);
+	pbw_begin_nested(w, SYSTEM_INFO_CPUINFO_CPUS);
+	pbw_bytes(w, SYSTEM_INFO_CPU_PROCESSOR, cpu->processor, cpu->processor_len);
 
 	for (size_t i = 0; i < ARRAY_SIZE(freq_files); i++) {
 		(void)snprintf(path, sizeof(path), "devices/system/cpu/cpu%u/cpufreq/%s", cpu->index,
 			       freq_files[i]);
-		text = read_at(si->sys_fd, path, SI_SMALL_MAX, &len);
+		text = read_at(si->sys_fd, path, SYSTEM_INFO_SMALL_MAX, &len);
 		if (text)
-			n = si_freqs_parse(text, len, freqs, n, SI_FREQS_MAX);
+			n = system_info_freqs_parse(text, len, freqs, n, SYSTEM_INFO_FREQS_MAX);
 		free(text);
 	}
 	for (size_t i = 0; i < n; i++)
-		pbw_varint(w, SI_CPU_FREQUENCIES, freqs[i]);
+		pbw_varint(w, SYSTEM_INFO_CPU_FREQUENCIES, freqs[i]);
 
 	(void)snprintf(path, sizeof(path), "devices/system/cpu/cpu%u/cpu_capacity", cpu->index);
-	text = read_at(si->sys_fd, path, SI_SMALL_MAX, &len);
+	text = read_at(si->sys_fd, path, SYSTEM_INFO_SMALL_MAX, &len);
 	if (text && safe_atou64(text, &cap) == 0 && cap <= UINT32_MAX)
-		pbw_varint(w, SI_CPU_CAPACITY, cap);
+		pbw_varint(w, SYSTEM_INFO_CPU_CAPACITY, cap);
 	free(text);
 
 	/* all five Arm fields or none, as traced_probes writes them */
-	if (cpu->has_arm == SI_ARM_ALL) {
-		pbw_begin_nested(w, SI_CPU_ARM_IDENTIFIER);
+	if (cpu->has_arm == SYSTEM_INFO_ARM_ALL) {
+		pbw_begin_nested(w, SYSTEM_INFO_CPU_ARM_IDENTIFIER);
 		for (uint32_t i = 0; i < 5; i++)
 			pbw_varint(w, i + 1, cpu->arm[i]);
 		(void)pbw_end_nested(w);
 	}
 	if (cpu->features)
-		pbw_varint(w, SI_CPU_FEATURES, cpu->features);
+		pbw_varint(w, SYSTEM_INFO_CPU_FEATURES, cpu->features);
 	(void)pbw_end_nested(w);
 }
 
@@ -148,13 +148,13 @@ static int write_cpu_info(struct system_info *si)
 {
 	_cleanup_free_ uint32_t *freqs = NULL;
 	_cleanup_free_ char *text = NULL;
-	struct si_cpu cpu = {};
+	struct system_info_cpu cpu = {};
 	size_t len = 0, pos = 0;
 	struct pbw *w;
 
 	/* no /proc/cpuinfo: an empty CpuInfo, as traced_probes writes then */
-	text = read_at(si->proc_fd, "cpuinfo", SI_CPUINFO_MAX, &len);
-	freqs = malloc(SI_FREQS_MAX * sizeof(*freqs));
+	text = read_at(si->proc_fd, "cpuinfo", SYSTEM_INFO_CPUINFO_MAX, &len);
+	freqs = malloc(SYSTEM_INFO_FREQS_MAX * sizeof(*freqs));
 	if (!freqs)
 		return -ENOMEM;
 
@@ -163,21 +163,21 @@ static int write_cpu_info(struct system_info *si)
 		si->packets_dropped++;
 		return -ENOSPC;
 	}
-	pbw_varint(w, SI_PKT_TIMESTAMP, now_ns(CLOCK_BOOTTIME));
-	pbw_begin_nested(w, SI_PKT_CPU_INFO);
-	while (text && si_cpuinfo_next(text, len, &pos, &cpu))
+	pbw_varint(w, SYSTEM_INFO_PKT_TIMESTAMP, now_ns(CLOCK_BOOTTIME));
+	pbw_begin_nested(w, SYSTEM_INFO_PKT_CPU_INFO);
+	while (text && system_info_cpuinfo_next(text, len, &pos, &cpu))
 		write_cpu(si, w, &cpu, freqs);
 	(void)pbw_end_nested(w);
 	return end_packet(si);
 }
 
 /* The name words of an IRQ, joined by one space each. */
-static void write_irq_name(struct pbw *w, const struct si_irq *irq)
+static void write_irq_name(struct pbw *w, const struct system_info_irq *irq)
 {
 	const char *p = irq->name, *end = irq->name + irq->name_len;
 	bool first = true;
 
-	pbw_begin_nested(w, SI_IRQ_NAME);
+	pbw_begin_nested(w, SYSTEM_INFO_IRQ_NAME);
 	while (p < end) {
 		const char *t;
 
@@ -201,25 +201,25 @@ static int write_interrupt_info(struct system_info *si)
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0, pos = 0;
 	unsigned n_cpus = 0;
-	struct si_irq irq;
+	struct system_info_irq irq;
 	struct pbw *w = NULL;
 
-	text = read_at(si->proc_fd, "interrupts", SI_CPUINFO_MAX, &len);
+	text = read_at(si->proc_fd, "interrupts", SYSTEM_INFO_CPUINFO_MAX, &len);
 	if (!text)
 		return 0;
 	/* no packet when no IRQ has a name */
-	while (si_interrupts_next(text, len, &pos, &n_cpus, &irq)) {
+	while (system_info_interrupts_next(text, len, &pos, &n_cpus, &irq)) {
 		if (!w) {
 			w = si->sink.begin_packet(si->sink.userdata);
 			if (!w) {
 				si->packets_dropped++;
 				return -ENOSPC;
 			}
-			pbw_varint(w, SI_PKT_TIMESTAMP, now_ns(CLOCK_BOOTTIME));
-			pbw_begin_nested(w, SI_PKT_INTERRUPT_INFO);
+			pbw_varint(w, SYSTEM_INFO_PKT_TIMESTAMP, now_ns(CLOCK_BOOTTIME));
+			pbw_begin_nested(w, SYSTEM_INFO_PKT_INTERRUPT_INFO);
 		}
-		pbw_begin_nested(w, SI_IRQ_MAPPING);
-		pbw_varint(w, SI_IRQ_ID, irq.irq);
+		pbw_begin_nested(w, SYSTEM_INFO_IRQ_MAPPING);
+		pbw_varint(w, SYSTEM_INFO_IRQ_ID, irq.irq);
 		write_irq_name(w, &irq);
 		(void)pbw_end_nested(w);
 	}
@@ -289,7 +289,7 @@ static int op_report(void *ds, struct ds_report *r)
 
 static void op_free(void *ds)
 {
-	si_free(ds);
+	system_info_free(ds);
 }
 
 const struct ds_ops system_info_ds_ops = {

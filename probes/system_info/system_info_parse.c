@@ -9,7 +9,7 @@
 #include "probes/system_info/system_info_internal.h"
 #include "util/util.h"
 
-const char *const si_cpu_features[2] = { "mte", "mte3" };
+const char *const system_info_cpu_features[2] = { "mte", "mte3" };
 
 static bool is_blank(char c)
 {
@@ -106,7 +106,7 @@ static const char *const arm_keys[5] = {
 };
 static const unsigned arm_base[5] = { 16, 10, 16, 16, 10 };
 
-bool si_cpuinfo_next(const char *buf, size_t len, size_t *pos, struct si_cpu *cpu)
+bool system_info_cpuinfo_next(const char *buf, size_t len, size_t *pos, struct system_info_cpu *cpu)
 {
 	const char *ls, *le, *k, *v;
 	size_t kl, vl;
@@ -138,8 +138,8 @@ bool si_cpuinfo_next(const char *buf, size_t len, size_t *pos, struct si_cpu *cp
 			size_t tl;
 
 			while (next_token(&p, v + vl, &t, &tl))
-				for (size_t i = 0; i < sizeof(si_cpu_features) / sizeof(si_cpu_features[0]); i++)
-					if (key_is(t, tl, si_cpu_features[i]))
+				for (size_t i = 0; i < sizeof(system_info_cpu_features) / sizeof(system_info_cpu_features[0]); i++)
+					if (key_is(t, tl, system_info_cpu_features[i]))
 						cpu->features |= UINT64_C(1) << i;
 		} else {
 			for (size_t i = 0; i < 5; i++)
@@ -154,7 +154,7 @@ bool si_cpuinfo_next(const char *buf, size_t len, size_t *pos, struct si_cpu *cp
 	return has_index;
 }
 
-size_t si_freqs_parse(const char *buf, size_t len, uint32_t *freqs, size_t n, size_t max)
+size_t system_info_freqs_parse(const char *buf, size_t len, uint32_t *freqs, size_t n, size_t max)
 {
 	const char *p = buf, *t;
 	size_t tl;
@@ -195,8 +195,8 @@ static bool is_trigger(const char *t, size_t tl)
 	return false;
 }
 
-bool si_interrupts_next(const char *buf, size_t len, size_t *pos, unsigned *n_cpus,
-			struct si_irq *ret)
+bool system_info_interrupts_next(const char *buf, size_t len, size_t *pos, unsigned *n_cpus,
+				 struct system_info_irq *ret)
 {
 	const char *ls, *le, *t;
 	size_t tl;

@@ -31,27 +31,27 @@ static void check_decodes(struct pbw *w)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct ss_keymap meminfo, vmstat;
+	static struct sys_stats_keymap meminfo, vmstat;
 	static bool init;
 	const char *buf = (const char *)data;
 	struct pbw w;
 	uint64_t v;
 
 	if (!init) {
-		ss_keymap_init(&meminfo, SS_FILE_MEMINFO, NULL);
-		ss_keymap_init(&vmstat, SS_FILE_VMSTAT, NULL);
+		sys_stats_keymap_init(&meminfo, SYS_STATS_FILE_MEMINFO, NULL);
+		sys_stats_keymap_init(&vmstat, SYS_STATS_FILE_VMSTAT, NULL);
 		init = true;
 	}
 	pbw_init(&w, out, sizeof(out), NULL, NULL);
-	(void)ss_parse_meminfo(buf, size, &meminfo, &w);
-	(void)ss_parse_vmstat(buf, size, &vmstat, &w);
-	(void)ss_parse_stat(buf, size, SS_STAT_ALL, 10000000, &w);
-	(void)ss_parse_buddyinfo(buf, size, &w);
-	(void)ss_parse_diskstats(buf, size, &w);
-	(void)ss_parse_psi(buf, size, SS_PSI_MEMORY_SOME, &w);
-	(void)ss_parse_slabinfo(buf, size, &w);
+	(void)sys_stats_parse_meminfo(buf, size, &meminfo, &w);
+	(void)sys_stats_parse_vmstat(buf, size, &vmstat, &w);
+	(void)sys_stats_parse_stat(buf, size, SYS_STATS_STAT_ALL, 10000000, &w);
+	(void)sys_stats_parse_buddyinfo(buf, size, &w);
+	(void)sys_stats_parse_diskstats(buf, size, &w);
+	(void)sys_stats_parse_psi(buf, size, SYS_STATS_PSI_MEMORY_SOME, &w);
+	(void)sys_stats_parse_slabinfo(buf, size, &w);
 	check_decodes(&w);
-	(void)ss_parse_u64(buf, size, &v);
-	(void)ss_parse_amd_sclk(buf, size, &v);
+	(void)sys_stats_parse_u64(buf, size, &v);
+	(void)sys_stats_parse_amd_sclk(buf, size, &v);
 	return 0;
 }

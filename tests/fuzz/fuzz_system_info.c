@@ -23,12 +23,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *buf = (const char *)data;
 	uint32_t freqs[64];
-	struct si_cpu cpu = {};
-	struct si_irq irq;
+	struct system_info_cpu cpu = {};
+	struct system_info_irq irq;
 	size_t pos = 0, prev = 0, n;
 	unsigned n_cpus = 0;
 
-	while (si_cpuinfo_next(buf, size, &pos, &cpu)) {
+	while (system_info_cpuinfo_next(buf, size, &pos, &cpu)) {
 		/* "unknown" is ours; any other name is a piece of the input */
 		if (cpu.processor >= buf && cpu.processor < buf + size)
 			check_in(buf, size, cpu.processor, cpu.processor_len);
@@ -39,13 +39,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		prev = pos;
 	}
 
-	n = si_freqs_parse(buf, size, freqs, 0, 64);
+	n = system_info_freqs_parse(buf, size, freqs, 0, 64);
 	for (size_t i = 1; i < n; i++)
 		if (freqs[i - 1] >= freqs[i])
 			abort();
 
 	pos = prev = 0;
-	while (si_interrupts_next(buf, size, &pos, &n_cpus, &irq)) {
+	while (system_info_interrupts_next(buf, size, &pos, &n_cpus, &irq)) {
 		check_in(buf, size, irq.name, irq.name_len);
 		if (irq.name_len == 0 || pos <= prev)
 			abort();
