@@ -28,9 +28,16 @@ static char tmpdir[] = "/tmp/tp-daemon-XXXXXX";
 static char bin_daemon[4096], bin_service[4096];
 static struct tp_fixture fx;
 static char sock[512], state_dir[512];
+/*
+ * The daemon and the service of the running test: every wait ends as soon
+ * as one of them exits, with its status, instead of at a deadline that a
+ * loaded machine can miss (tp_assert_wait()).
+ */
+static struct tp_watch watch;
 
 static void setup(void)
 {
+	memset(&watch, 0, sizeof(watch));
 	ck_assert_int_eq(tp_fixture_setup(&fx, "tp-daemon"), 0);
 	snprintf(sock, sizeof(sock), "%s/producer.sock", tmpdir);
 	snprintf(state_dir, sizeof(state_dir), "%s/state", tmpdir);
@@ -46,9 +53,22 @@ static bool tracefs_restored(void)
 	return tp_fixture_restored(&fx);
 }
 
-static bool tracing_in_instance(void)
+static bool restored(void *unused)
+{
+	return tracefs_restored();
+}
+
+static bool tracing_in_instance(void *unused)
 {
 	return tp_event_enabled(fx.path, "sched_switch");
+}
+
+/* until the daemon has taken @n more events out of the instance than now */
+static void wait_read_events(uint64_t n, const char *what)
+{
+	struct tp_read_events_goal g = { .dir = fx.path, .n = tp_read_events(fx.path) + n };
+
+	tp_assert_wait(&watch, tp_read_events_reached, &g, what);
 }
 
 static void write_config(const char *path, const char *events, unsigned duration_ms)
@@ -69,6 +89,7 @@ static pid_t spawn_service(const char *cfg, const char *out)
 	pid_t pid = tp_spawn_service(bin_service, sock, cfg, out, false);
 
 	ck_assert_int_gt(pid, 0);
+	tp_watch_add(&watch, "the service", pid);
 	return pid;
 }
 
@@ -77,6 +98,7 @@ static pid_t spawn_daemon(void)
 	pid_t pid = tp_spawn_daemon(bin_daemon, sock, state_dir, -1, NULL);
 
 	ck_assert_int_gt(pid, 0);
+	tp_watch_add(&watch, "the daemon", pid);
 	return pid;
 }
 
@@ -107,18 +129,29 @@ static int notify_listen(const char *path)
 	return fd;
 }
 
-/* Waits up to @ms for a datagram containing @what; appends all it saw to @log. */
-static bool notify_wait(int fd, const char *what, unsigned ms, char *log, size_t log_len)
+/*
+ * Waits for a datagram containing @what, appending all it saw to @log; the
+ * test fails at once if a watched process exits first (after reading what
+ * it sent before it went), or after TP_WAIT_HANG_MS without it.
+ */
+static void notify_wait(int fd, const char *what, char *log, size_t log_len)
 {
-	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000u;
+	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)TP_WAIT_HANG_MS * 1000000u;
+	char why[256] = "";
 
-	while (now_ns(CLOCK_MONOTONIC) < deadline) {
+	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
+		bool gone = tp_watch_exited(&watch, why, sizeof(why));
 		char buf[256];
 		ssize_t n;
 
-		if (poll(&p, 1, 50) <= 0)
+		if (poll(&p, 1, gone ? 0 : 50) <= 0) {
+			if (gone)
+				ck_abort_msg("no %s: %s; seen: %s", what, why, log);
+			if (now_ns(CLOCK_MONOTONIC) >= deadline)
+				ck_abort_msg("no %s within %u s; seen: %s", what, TP_WAIT_HANG_MS / 1000, log);
 			continue;
+		}
 		n = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
 		if (n <= 0)
 			continue;
@@ -128,9 +161,8 @@ static bool notify_wait(int fd, const char *what, unsigned ms, char *log, size_t
 			strcat(log, "|");
 		}
 		if (strstr(buf, what))
-			return true;
+			return;
 	}
-	return false;
 }
 
 static bool event_on(void *event)
@@ -147,15 +179,15 @@ static bool event_on(void *event)
  */
 static void record_events_then_stop(pid_t svc, const char *event, uint64_t n)
 {
-	uint64_t base;
+	char what[128];
 
-	ck_assert_msg(tp_wait_recording(fx.path, 30000), "the daemon never started recording");
-	ck_assert_msg(tp_wait_until(event_on, (void *)event, 10000), "%s never enabled", event);
-	base = tp_read_events(fx.path);
-	ck_assert_msg(tp_wait_read_events(fx.path, base + n, 30000), "the daemon read fewer than %llu events",
-		      (unsigned long long)n);
+	tp_assert_wait(&watch, tp_is_recording, fx.path, "the daemon never started recording");
+	snprintf(what, sizeof(what), "%s never enabled", event);
+	tp_assert_wait(&watch, event_on, (void *)event, what);
+	snprintf(what, sizeof(what), "the daemon read fewer than %llu events", (unsigned long long)n);
+	wait_read_events(n, what);
 	ck_assert_int_eq(kill(svc, SIGTERM), 0);
-	ck_assert_int_eq(tp_wait_exit(svc), 0);
+	ck_assert_int_eq(tp_assert_exit(&watch, svc, "the service did not exit on SIGTERM"), 0);
 }
 
 START_TEST(test_daemon_service_restart)
@@ -181,31 +213,30 @@ START_TEST(test_daemon_service_restart)
 	ck_assert_int_eq(setenv("NOTIFY_SOCKET", path, 1), 0);
 	daemon = spawn_daemon();
 	ck_assert_int_eq(unsetenv("NOTIFY_SOCKET"), 0);
-	ck_assert_msg(notify_wait(fd, "STATUS=Waiting for the tracing service", 10000, log, sizeof(log)),
-		      "%s", log);
+	notify_wait(fd, "STATUS=Waiting for the tracing service", log, sizeof(log));
 	svc = spawn_service(cfg_first, out1);
-	ck_assert_msg(notify_wait(fd, "READY=1", 10000, log, sizeof(log)), "never registered: %s", log);
-	ck_assert_msg(tp_wait_for(tracing_in_instance, 10000), "the daemon never started tracing");
+	notify_wait(fd, "READY=1", log, sizeof(log));
+	tp_assert_wait(&watch, tracing_in_instance, NULL, "the daemon never started tracing");
 	/* mid-trace: the daemon is draining the instance */
-	ck_assert(tp_wait_read_events(fx.path, tp_read_events(fx.path) + 1, 10000));
+	wait_read_events(1, "the daemon never read an event");
 
 	/* the service dies mid-trace: sessions stop, tracefs goes back */
+	tp_watch_drop(&watch, svc);
 	ck_assert_int_eq(kill(svc, SIGKILL), 0);
 	ck_assert_int_eq(tp_wait_exit(svc), 128 + SIGKILL);
-	ck_assert_msg(tp_wait_for(tracefs_restored, 5000), "tracefs not restored after the service died");
+	tp_assert_wait(&watch, restored, NULL, "tracefs not restored after the service died");
 	ck_assert_int_eq(kill(daemon, 0), 0);
 
 	/* a new service on the same path: the daemon reconnects, registers, records a whole trace */
 	svc = spawn_service(cfg_second, out2);
-	ck_assert_msg(notify_wait(fd, "READY=1", 30000, log, sizeof(log)),
-		      "never registered with the new service: %s", log);
+	notify_wait(fd, "READY=1", log, sizeof(log));
 	record_events_then_stop(svc, "sched_waking", 1000);
 	check_trace(out2, 1000);
-	ck_assert_msg(tp_wait_for(tracefs_restored, 5000), "tracefs not restored after the session");
+	tp_assert_wait(&watch, restored, NULL, "tracefs not restored after the session");
 
 	/* SIGTERM: clean exit */
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
-	ck_assert_int_eq(tp_wait_exit(daemon), 0);
+	ck_assert_int_eq(tp_assert_exit(&watch, daemon, "the daemon did not exit on SIGTERM"), 0);
 	ck_assert(tracefs_restored());
 	(void)tp_workload_stop(&w);
 	close(fd);
@@ -231,18 +262,19 @@ START_TEST(test_daemon_notifies)
 	ck_assert_int_eq(unsetenv("WATCHDOG_USEC"), 0);
 
 	/* no service yet: waiting, alive, not ready */
-	ck_assert_msg(notify_wait(fd, "STATUS=Waiting for the tracing service", 5000, log, sizeof(log)),
-		      "%s", log);
-	ck_assert_msg(notify_wait(fd, "WATCHDOG=1", 2000, log, sizeof(log)), "no watchdog ping: %s", log);
+	notify_wait(fd, "STATUS=Waiting for the tracing service", log, sizeof(log));
+	notify_wait(fd, "WATCHDOG=1", log, sizeof(log));
 	ck_assert_msg(!strstr(log, "READY=1"), "ready before connecting: %s", log);
 	svc = spawn_service(cfg, out);
-	ck_assert_msg(notify_wait(fd, "READY=1", 10000, log, sizeof(log)), "no READY=1: %s", log);
+	notify_wait(fd, "READY=1", log, sizeof(log));
 	ck_assert_msg(strstr(log, "STATUS=Connected"), "%s", log);
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
-	ck_assert_msg(notify_wait(fd, "STOPPING=1", 5000, log, sizeof(log)), "%s", log);
-	ck_assert_int_eq(tp_wait_exit(daemon), 0);
+	/* its exit is expected now; what it sent before is still read */
+	tp_watch_drop(&watch, daemon);
+	notify_wait(fd, "STOPPING=1", log, sizeof(log));
+	ck_assert_int_eq(tp_assert_exit(&watch, daemon, "the daemon did not exit on SIGTERM"), 0);
 	ck_assert_int_eq(kill(svc, SIGTERM), 0);
-	(void)tp_wait_exit(svc);
+	(void)tp_assert_exit(&watch, svc, "the service did not exit on SIGTERM");
 	close(fd);
 	ck_assert(tracefs_restored());
 }
@@ -258,10 +290,10 @@ START_TEST(test_daemon_sigterm_mid_session)
 	write_config(cfg, "ftrace_events: \"sched/sched_switch\"", 60000);
 	svc = spawn_service(cfg, out);
 	daemon = spawn_daemon();
-	ck_assert(tp_wait_for(tracing_in_instance, 10000));
+	tp_assert_wait(&watch, tracing_in_instance, NULL, "the daemon never started tracing");
 	/* the daemon stops: its sessions end, tracefs is restored, the exit is clean */
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
-	ck_assert_int_eq(tp_wait_exit(daemon), 0);
+	ck_assert_int_eq(tp_assert_exit(&watch, daemon, "the daemon did not exit on SIGTERM"), 0);
 	ck_assert(tracefs_restored());
 	/* no undo state is left behind for a later start to replay */
 	{
@@ -270,7 +302,7 @@ START_TEST(test_daemon_sigterm_mid_session)
 		ck_assert_int_eq(system(cmd), 0);
 	}
 	ck_assert_int_eq(kill(svc, SIGTERM), 0);
-	(void)tp_wait_exit(svc);
+	(void)tp_assert_exit(&watch, svc, "the service did not exit on SIGTERM");
 }
 END_TEST
 
@@ -295,7 +327,7 @@ START_TEST(test_daemon_over_tcp)
 	record_events_then_stop(svc, "sched_waking", 10000);
 	check_trace(out, 10000);
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
-	ck_assert_int_eq(tp_wait_exit(daemon), 0);
+	ck_assert_int_eq(tp_assert_exit(&watch, daemon, "the daemon did not exit on SIGTERM"), 0);
 	ck_assert(tracefs_restored());
 	(void)tp_workload_stop(&w);
 	snprintf(sock, sizeof(sock), "%s", saved_sock);

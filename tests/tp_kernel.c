@@ -348,23 +348,110 @@ uint64_t tp_read_events(const char *instance_dir)
 	return total;
 }
 
-struct read_events_arg {
-	const char *dir;
-	uint64_t n;
-};
-
-static bool read_events_reached(void *arg)
+bool tp_read_events_reached(void *goal)
 {
-	const struct read_events_arg *a = arg;
+	const struct tp_read_events_goal *g = goal;
 
-	return tp_read_events(a->dir) >= a->n;
+	return tp_read_events(g->dir) >= g->n;
 }
 
 bool tp_wait_read_events(const char *instance_dir, uint64_t n, unsigned ms)
 {
-	struct read_events_arg a = { .dir = instance_dir, .n = n };
+	struct tp_read_events_goal g = { .dir = instance_dir, .n = n };
 
-	return tp_wait_until(read_events_reached, &a, ms);
+	return tp_wait_until(tp_read_events_reached, &g, ms);
+}
+
+void tp_watch_add(struct tp_watch *w, const char *name, pid_t pid)
+{
+	ck_assert_uint_lt(w->n, ARRAY_SIZE(w->pid));
+	w->pid[w->n] = pid;
+	w->name[w->n] = name;
+	w->n++;
+}
+
+void tp_watch_drop(struct tp_watch *w, pid_t pid)
+{
+	for (size_t i = 0; i < w->n; i++)
+		if (w->pid[i] == pid) {
+			w->pid[i] = w->pid[w->n - 1];
+			w->name[i] = w->name[w->n - 1];
+			w->n--;
+			return;
+		}
+}
+
+/* waitid(WNOWAIT): the status is seen and the child stays to be reaped */
+static bool exited(pid_t pid, int *ret_status)
+{
+	siginfo_t si = { 0 };
+
+	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid != pid)
+		return false;
+	*ret_status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+	return true;
+}
+
+bool tp_watch_exited(const struct tp_watch *w, char *ret, size_t len)
+{
+	int status;
+
+	for (size_t i = 0; w && i < w->n; i++)
+		if (exited(w->pid[i], &status)) {
+			snprintf(ret, len, "%s (pid %d) exited with status %d", w->name[i], (int)w->pid[i],
+				 status);
+			return true;
+		}
+	return false;
+}
+
+int tp_wait_until_or_exit(bool (*cond)(void *arg), void *arg, const struct tp_watch *w,
+			  unsigned ms, char *ret, size_t len)
+{
+	uint64_t deadline = mono_ns() + (uint64_t)ms * 1000000ull;
+	const struct timespec pause = { .tv_nsec = 5 * 1000 * 1000 };
+
+	snprintf(ret, len, "not within %u s", ms / 1000);
+	for (;;) {
+		if (cond(arg))
+			return 0;
+		/* the condition first: a process may reach it and then exit */
+		if (tp_watch_exited(w, ret, len))
+			return cond(arg) ? 0 : -ECHILD;
+		if (mono_ns() >= deadline)
+			return cond(arg) ? 0 : -ETIMEDOUT;
+		(void)clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, NULL);
+	}
+}
+
+void tp_assert_wait(const struct tp_watch *w, bool (*cond)(void *arg), void *arg, const char *what)
+{
+	char why[256];
+
+	if (tp_wait_until_or_exit(cond, arg, w, TP_WAIT_HANG_MS, why, sizeof(why)) < 0)
+		ck_abort_msg("%s: %s", what, why);
+}
+
+struct exit_arg {
+	pid_t pid;
+	int status;
+};
+
+static bool has_exited(void *arg)
+{
+	struct exit_arg *a = arg;
+
+	return exited(a->pid, &a->status);
+}
+
+int tp_assert_exit(struct tp_watch *w, pid_t pid, const char *what)
+{
+	struct exit_arg a = { .pid = pid };
+
+	if (w)
+		tp_watch_drop(w, pid);
+	tp_assert_wait(NULL, has_exited, &a, what);
+	return tp_wait_exit(pid);
 }
 
 int tp_wait_exit(pid_t pid)
@@ -399,10 +486,16 @@ void tp_kill_spawned(void)
 pid_t tp_spawn_service(const char *bin, const char *sock, const char *cfg, const char *out,
 		       bool quiet)
 {
-	char line[16] = "";
+	char line[16] = "", wait_ms[16];
 	int fds[2];
 	pid_t pid;
 
+	/*
+	 * It starts the session without a data source still missing only after
+	 * this: a daemon slow to register on a loaded machine is not a reason
+	 * to record nothing (the test fails on its own if the daemon exits).
+	 */
+	snprintf(wait_ms, sizeof(wait_ms), "%u", TP_WAIT_HANG_MS);
 	if (pipe(fds) < 0)
 		return -1;
 	pid = fork();
@@ -413,7 +506,7 @@ pid_t tp_spawn_service(const char *bin, const char *sock, const char *cfg, const
 			dup2(null, STDERR_FILENO);
 		}
 		close(fds[0]);
-		execl(bin, bin, "-s", sock, "-c", cfg, "--txt", "-o", out, "-w", "10000", (char *)NULL);
+		execl(bin, bin, "-s", sock, "-c", cfg, "--txt", "-o", out, "-w", wait_ms, (char *)NULL);
 		_exit(127);
 	}
 	close(fds[1]);
@@ -537,16 +630,16 @@ static bool tracing_on_in(const char *dir)
 	return read_full_file_at(AT_FDCWD, path, 64, &on, NULL) == 0 && on[0] == '1';
 }
 
-static bool recording(void *arg)
+bool tp_is_recording(void *instance_dir)
 {
-	const char *dir = arg;
+	const char *dir = instance_dir;
 
 	return tp_event_enabled(dir, "sched_switch") && tracing_on_in(dir);
 }
 
 bool tp_wait_recording(const char *instance_dir, unsigned ms)
 {
-	return tp_wait_until(recording, (void *)instance_dir, ms);
+	return tp_wait_until(tp_is_recording, (void *)instance_dir, ms);
 }
 
 uint64_t tp_context_switches(void)
@@ -562,7 +655,7 @@ uint64_t tp_context_switches(void)
 
 static bool not_recording(void *arg)
 {
-	return !recording(arg);
+	return !tp_is_recording(arg);
 }
 
 static void *deferred_main(void *arg)

@@ -72,6 +72,60 @@ bool tp_wait_until(bool (*cond)(void *arg), void *arg, unsigned ms);
 bool tp_wait_for(bool (*cond)(void), unsigned ms);
 
 /*
+ * Waiting on another process: how long it takes says nothing on a shared
+ * machine (a loaded CPU, a slow tracefs write), so a wait ends when its
+ * condition holds, or at once when a process it depends on has exited
+ * (that is the failure, and its exit status says why), and otherwise only
+ * after TP_WAIT_HANG_MS, a bound that catches a hang and measures no speed.
+ */
+#define TP_WAIT_HANG_MS 90000u
+
+/* the processes a test's waits depend on, with names for the messages */
+struct tp_watch {
+	size_t n;
+	pid_t pid[8];
+	const char *name[8];
+};
+
+void tp_watch_add(struct tp_watch *w, const char *name, pid_t pid);
+/* before stopping @pid on purpose: its exit is no longer a failure */
+void tp_watch_drop(struct tp_watch *w, pid_t pid);
+/*
+ * True if a watched process has exited (it is left for tp_wait_exit() to
+ * reap); @ret says which and how ("the daemon exited with status 1").
+ */
+bool tp_watch_exited(const struct tp_watch *w, char *ret, size_t len);
+
+/*
+ * Polls @cond(@arg) until it holds (0), a process of @w (may be NULL) has
+ * exited (-ECHILD, described in @ret) or @ms have passed (-ETIMEDOUT).
+ */
+int tp_wait_until_or_exit(bool (*cond)(void *arg), void *arg, const struct tp_watch *w,
+			  unsigned ms, char *ret, size_t len);
+
+/*
+ * The test-facing form: fails the test, with @what in the message, when a
+ * process of @w exits first or nothing happens for TP_WAIT_HANG_MS.
+ */
+void tp_assert_wait(const struct tp_watch *w, bool (*cond)(void *arg), void *arg, const char *what);
+
+/*
+ * Waits for @pid (of @w or not) to exit and reaps it, failing the test with
+ * @what after TP_WAIT_HANG_MS; returns its exit status, or 128 + signal.
+ */
+int tp_assert_exit(struct tp_watch *w, pid_t pid, const char *what);
+
+/* conditions for tp_assert_wait() */
+/* @instance_dir traces sched_switch with tracing_on (see tp_wait_recording()) */
+bool tp_is_recording(void *instance_dir);
+struct tp_read_events_goal {
+	const char *dir;
+	uint64_t n;
+};
+/* tp_read_events(goal->dir) >= goal->n */
+bool tp_read_events_reached(void *goal);
+
+/*
  * "read events" of every per_cpu/cpuN/stats of @instance_dir, summed: the
  * events a reader has taken out of the ring buffer so far.
  */
