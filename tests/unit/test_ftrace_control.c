@@ -2,9 +2,9 @@
 /*
  * The pure parts of the ftrace control side, run as any user: event and
  * instance name validation, config resolution against a fixed event list,
- * the per-CPU stats text, the trace_clock text, and the write loop every
- * tracefs write goes through (write_all(), on a pipe).  What needs the
- * kernel is in tests/kernel/test_ftrace_tracefs_live.c.
+ * the per-CPU stats text, the undo state file, the trace_clock text, and
+ * the write loop every tracefs write goes through (write_all(), on a
+ * pipe).  What needs the kernel is in tests/kernel/test_ftrace_tracefs_live.c.
  */
 
 #include <check.h>
@@ -319,6 +319,57 @@ START_TEST(test_stats_parse)
 }
 END_TEST
 
+/* ---- the undo state file ------------------------------------------------------ */
+
+/*
+ * The undo state file a restart reads back, parsed without tracefs: every
+ * kind of record it may hold is taken, and a file that names anything else
+ * is refused whole, with nothing returned.
+ */
+START_TEST(test_undo_state_parse)
+{
+	char ok[] = "traced-probes-ftrace-undo 2\npid 4242\ndir /sys/kernel/tracing/instances/x\ntruncate 1\n"
+		    "w tracing_on 1\nw buffer_size_kb 1408\nw per_cpu/cpu1/buffer_size_kb 7\n"
+		    "w current_tracer nop\nw options/funcgraph-proc 0\nw tracing_cpumask ff,ffffffff\n"
+		    "w events/sched/sched_switch/enable 0\nw events/sched/sched_waking/filter prev_pid%20%3D%3D%201\n"
+		    "w set_ftrace_filter %\nw set_graph_function do_sys_open%0Avfs_read\nw set_event_pid 1%2042\n"
+		    "w kprobe:perfetto_kprobes/do_sys_open -\n";
+	static const char *const refused[] = {
+		"traced-probes-ftrace-undo 3\ndir /sys/kernel/tracing\n",
+		"traced-probes-ftrace-undo 2\npid 1\n",
+		"traced-probes-ftrace-undo 2\ndir sys/kernel/tracing\n",
+		"traced-probes-ftrace-undo 2\ndir /sys/kernel/tracing/../tracing/x\n",
+		"traced-probes-ftrace-undo 2\ndir /a\ndir /b\n",
+		"traced-probes-ftrace-undo 2\ndir /a\nw ../trace 0\n",
+		"traced-probes-ftrace-undo 2\ndir /a\nw trace 0\n",
+		"traced-probes-ftrace-undo 2\ndir /a\nw events/../../x/enable 1\n",
+		"traced-probes-ftrace-undo 2\ndir /a\nw current_tracer function\n",
+		"traced-probes-ftrace-undo 2\ndir /a\nw set_event_pid 1%00\n",
+		"traced-probes-ftrace-undo 2\ndir /a\nw tracing_on\n",
+		"traced-probes-ftrace-undo 2\ndir /a\nx\n",
+		"traced-probes-ftrace-undo 2\npid x\ndir /a\n",
+	};
+	struct ftrace_tracefs *t = NULL;
+	int pid = 0;
+
+	ck_assert_int_eq(ftrace_tracefs_undo_parse(ok, &pid, &t), 0);
+	ck_assert_int_eq(pid, 4242);
+	ck_assert_uint_eq(ftrace_tracefs_undo_count(t), 12);
+	ck_assert(ftrace_tracefs_remembered(t, "kprobe:perfetto_kprobes/do_sys_open"));
+	ck_assert(ftrace_tracefs_remembered(t, "set_graph_function"));
+	t = ftrace_tracefs_free(t);
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		char *text = strdup(refused[i]);
+
+		pid = -1;
+		ck_assert_msg(ftrace_tracefs_undo_parse(text, &pid, &t) == -EBADMSG, "%s", refused[i]);
+		ck_assert_ptr_null(t);
+		ck_assert_int_eq(pid, -1);
+		free(text);
+	}
+}
+END_TEST
+
 /* ---- trace_clock text ------------------------------------------------------ */
 
 START_TEST(test_clock_text)
@@ -463,6 +514,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_config_resolution);
 	tcase_add_test(tc, test_config_options_beyond_events);
 	tcase_add_test(tc, test_stats_parse);
+	tcase_add_test(tc, test_undo_state_parse);
 	tcase_add_test(tc, test_clock_text);
 	tcase_add_test(tc, test_write_all_short_writes);
 	suite_add_tcase(s, tc);
