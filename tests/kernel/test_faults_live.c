@@ -31,9 +31,12 @@ static char tmpdir[] = "/tmp/tp-faults-XXXXXX";
 static char bin_daemon[4096], bin_service[4096];
 static struct tp_fixture fx;
 static char sock[512], state_dir[512];
+/* the daemon and service of the running test: a wait ends when one exits (tp_assert_wait()) */
+static struct tp_watch watch;
 
 static void setup(void)
 {
+	memset(&watch, 0, sizeof(watch));
 	ck_assert_int_eq(tp_fixture_setup(&fx, "tp-faults"), 0);
 	snprintf(sock, sizeof(sock), "%s/producer.sock", tmpdir);
 	snprintf(state_dir, sizeof(state_dir), "%s/state", tmpdir);
@@ -57,9 +60,22 @@ static bool tracefs_restored(void)
 	return tp_fixture_restored(&fx);
 }
 
-static bool tracing_in_instance(void)
+static bool restored(void *unused)
+{
+	return tracefs_restored();
+}
+
+static bool tracing_in_instance(void *unused)
 {
 	return tp_event_enabled(fx.path, "sched_switch");
+}
+
+/* until the daemon has taken @n more events out of the instance than now */
+static void wait_read_events(uint64_t n, const char *what)
+{
+	struct tp_read_events_goal g = { .dir = fx.path, .n = tp_read_events(fx.path) + n };
+
+	tp_assert_wait(&watch, tp_read_events_reached, &g, what);
 }
 
 static void write_config(const char *path, unsigned duration_ms)
@@ -98,7 +114,7 @@ static bool kernel_maps_ring_buffers(void)
 	return ok;
 }
 
-static bool daemon_maps_buffer(void)
+static bool daemon_maps_buffer(void *unused)
 {
 	_cleanup_free_ char *maps = NULL;
 	char path[64];
@@ -142,6 +158,7 @@ static pid_t spawn_service(const char *cfg, const char *out)
 	pid_t pid = tp_spawn_service(bin_service, sock, cfg, out, true);
 
 	ck_assert_int_gt(pid, 0);
+	tp_watch_add(&watch, "the service", pid);
 	return pid;
 }
 
@@ -150,6 +167,7 @@ static pid_t spawn_daemon(int stderr_fd, const char *extra)
 	pid_t pid = tp_spawn_daemon(bin_daemon, sock, state_dir, stderr_fd, extra);
 
 	ck_assert_int_gt(pid, 0);
+	tp_watch_add(&watch, "the daemon", pid);
 	return pid;
 }
 
@@ -182,24 +200,29 @@ START_TEST(test_service_restarted_100_times)
 	daemon = spawn_daemon(-1, NULL);
 	for (int i = 0; i < RESTARTS; i++) {
 		pid_t svc = spawn_service(cfg, out);
+		char what[64];
 
-		ck_assert_msg(tp_wait_for(tracing_in_instance, 10000), "cycle %d: no reconnect", i);
+		snprintf(what, sizeof(what), "cycle %d: no reconnect", i);
+		tp_assert_wait(&watch, tracing_in_instance, NULL, what);
 		if (i == 0) {
 			/* draining: per-CPU readers and timers open */
-			ck_assert(tp_wait_read_events(fx.path, 1, 10000));
+			wait_read_events(1, "the daemon never read an event");
 			fds_before = count_fds(daemon);
 		}
+		tp_watch_drop(&watch, svc);
 		ck_assert_int_eq(kill(svc, SIGKILL), 0);
 		ck_assert_int_eq(tp_wait_exit(svc), 128 + SIGKILL);
-		ck_assert_msg(tp_wait_for(tracefs_restored, 5000), "cycle %d: tracefs not restored", i);
+		snprintf(what, sizeof(what), "cycle %d: tracefs not restored", i);
+		tp_assert_wait(&watch, restored, NULL, what);
 	}
 	/* connected once more, as in the first cycle */
 	{
 		pid_t svc = spawn_service(cfg, out);
 
-		ck_assert(tp_wait_for(tracing_in_instance, 10000));
-		ck_assert(tp_wait_read_events(fx.path, tp_read_events(fx.path) + 1, 10000));
+		tp_assert_wait(&watch, tracing_in_instance, NULL, "no reconnect after the last cycle");
+		wait_read_events(1, "the daemon never read an event after the last cycle");
 		fds_after = count_fds(daemon);
+		tp_watch_drop(&watch, svc);
 		ck_assert_int_eq(kill(svc, SIGKILL), 0);
 		(void)tp_wait_exit(svc);
 	}
@@ -208,10 +231,10 @@ START_TEST(test_service_restarted_100_times)
 	 * connection attempt in flight at either count */
 	ck_assert_msg(fds_after <= fds_before + 2, "fds: %u before, %u after %d restarts", fds_before,
 		      fds_after, RESTARTS);
-	ck_assert(tp_wait_for(tracefs_restored, 5000));
+	tp_assert_wait(&watch, restored, NULL, "tracefs not restored after the last cycle");
 	/* under the sanitizer build a leak makes this exit non-zero */
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
-	ck_assert_int_eq(tp_wait_exit(daemon), 0);
+	ck_assert_int_eq(tp_assert_exit(&watch, daemon, "the daemon did not exit on SIGTERM"), 0);
 	ck_assert(tracefs_restored());
 }
 END_TEST
@@ -233,15 +256,17 @@ START_TEST(test_daemon_sigkill_recovered)
 	(void)setenv("TRACED_PROBES_FTRACE_MMAP", "1", 1);
 	daemon = spawn_daemon(-1, NULL);
 	(void)unsetenv("TRACED_PROBES_FTRACE_MMAP");
-	ck_assert(tp_wait_for(tracing_in_instance, 10000));
+	tp_assert_wait(&watch, tracing_in_instance, NULL, "the daemon never started tracing");
 	/* Wait until it maps, so that the kill hits a mapped reader. */
 	g_daemon = daemon;
 	if (kernel_maps_ring_buffers())
-		ck_assert_msg(tp_wait_for(daemon_maps_buffer, 10000), "no trace_pipe_raw mapping");
+		tp_assert_wait(&watch, daemon_maps_buffer, NULL, "no trace_pipe_raw mapping");
 	/* no chance to clean up: tracefs stays changed */
+	tp_watch_drop(&watch, daemon);
 	ck_assert_int_eq(kill(daemon, SIGKILL), 0);
 	ck_assert_int_eq(tp_wait_exit(daemon), 128 + SIGKILL);
 	ck_assert(!tracefs_restored());
+	tp_watch_drop(&watch, svc);
 	ck_assert_int_eq(kill(svc, SIGKILL), 0);
 	(void)tp_wait_exit(svc);
 
@@ -250,7 +275,7 @@ START_TEST(test_daemon_sigkill_recovered)
 	ck_assert_int_ge(log_fd, 0);
 	daemon = spawn_daemon(log_fd, "--cleanup-after-crash");
 	close(log_fd);
-	ck_assert_int_eq(tp_wait_exit(daemon), 0);
+	ck_assert_int_eq(tp_assert_exit(&watch, daemon, "the cleanup did not finish"), 0);
 	ck_assert(tracefs_restored());
 	ck_assert_int_eq(read_full_file_at(AT_FDCWD, log_path, 1 << 16, &log, NULL), 0);
 	ck_assert_msg(strstr(log, "Restored") != NULL, "log: %s", log);
