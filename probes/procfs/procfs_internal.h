@@ -5,7 +5,7 @@
  * Shared between the files of probes/procfs/ (and the module's own tests):
  * pure parsers over /proc file contents, the /proc reader bound to a root
  * directory fd, the pid set, the counter cache and the data source struct.
- * Nothing outside probes/procfs/ and tests/test_procfs.c includes this.
+ * Nothing outside probes/procfs/ and tests/unit/test_procfs.c includes this.
  */
 
 #include <stdbool.h>

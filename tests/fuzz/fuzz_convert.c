@@ -37,7 +37,7 @@
 
 #include "probes/convert/convert_internal.h"
 #include "protos/perfetto/trace/trace.pb-c.h"
-#include "tests/ftrace_fixtures.h"
+#include "tests/lib/ftrace_fixtures.h"
 #include "util/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

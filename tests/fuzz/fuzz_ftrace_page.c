@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "protos/perfetto/trace/trace.pb-c.h"
-#include "tests/ftrace_fixtures.h"
+#include "tests/lib/ftrace_fixtures.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

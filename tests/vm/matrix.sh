@@ -81,7 +81,7 @@ for k in "${kernels[@]}"; do
 		line+=" (see $res/)"
 	fi
 	summary+=("$line")
-	# One line per suite, e.g. "test_record: exit status 0, 44.78s".
+	# One line per suite, e.g. "test_record_live: exit status 0, 44.78s".
 	if [ -f "$res/testlog.txt" ]; then
 		while IFS= read -r l; do
 			summary+=("    $l")

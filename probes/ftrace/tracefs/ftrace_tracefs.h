@@ -120,6 +120,16 @@ size_t ftrace_tracefs_undo_count(const struct ftrace_tracefs *t);
 int ftrace_tracefs_undo_file_replay(const char *path, bool force);
 
 /**
+ * ftrace_tracefs_undo_parse - the text of an undo state file (NUL-terminated,
+ * cut up in place) as a controller that is not open: its directory, truncate
+ * flag and undo list, every record validated as for a replay, and the owner's
+ * pid in *@ret_pid.  Pure (the directory is checked to be tracefs only by the
+ * replay), so that the fuzzer can reach it.
+ * Returns: 0, -EBADMSG (malformed), -ENOMEM.
+ */
+int ftrace_tracefs_undo_parse(char *text, int *ret_pid, struct ftrace_tracefs **ret);
+
+/**
  * ftrace_tracefs_undo_replay_dir - ftrace_tracefs_undo_file_replay() (not
  * forced) on every undo list file of @state_dir.
  * Returns: the number replayed, or the first -errno (the other files are

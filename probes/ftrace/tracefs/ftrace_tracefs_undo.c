@@ -693,26 +693,24 @@ static bool pid_alive(pid_t pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
+/* The form of a "dir" line; that it is tracefs is checked before a replay. */
+static bool dir_form_valid(const char *d)
+{
+	return d[0] == '/' && !strstr(d, "/../") && !strstr(d, "/./") && strlen(d) <= 4095;
+}
+
 static bool dir_valid(const char *d)
 {
 	struct statfs sfs;
 
-	if (d[0] != '/' || strstr(d, "/../") || strstr(d, "/./") || strlen(d) > 4095)
-		return false;
-	return statfs(d, &sfs) == 0 && (unsigned long)sfs.f_type == TRACEFS_MAGIC;
+	return dir_form_valid(d) && statfs(d, &sfs) == 0 && (unsigned long)sfs.f_type == TRACEFS_MAGIC;
 }
 
-int ftrace_tracefs_undo_file_replay(const char *path, bool force)
+int ftrace_tracefs_undo_parse(char *text, int *ret_pid, struct ftrace_tracefs **ret)
 {
 	_cleanup_(ftrace_tracefs_freep) struct ftrace_tracefs *t = NULL;
-	_cleanup_free_ char *text = NULL;
 	char *line, *save = NULL;
-	int pid = 0, truncate = 0, r;
-	size_t len;
-
-	r = read_full_file_at(AT_FDCWD, path, UNDO_FILE_MAX, &text, &len);
-	if (r < 0)
-		return r;
+	int pid = 0, r;
 
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -731,13 +729,13 @@ int ftrace_tracefs_undo_file_replay(const char *path, bool force)
 				return -EBADMSG;
 			pid = v;
 		} else if (strncmp(line, "dir ", 4) == 0) {
-			if (t->path || !dir_valid(line + 4))
+			if (t->path || !dir_form_valid(line + 4))
 				return -EBADMSG;
 			t->path = strdup(line + 4);
 			if (!t->path)
 				return -ENOMEM;
 		} else if (strncmp(line, "truncate ", 9) == 0) {
-			truncate = strcmp(line + 9, "1") == 0;
+			t->truncated = strcmp(line + 9, "1") == 0;
 		} else if (strncmp(line, "w ", 2) == 0) {
 			char *file = line + 2, *value = strchr(file, ' ');
 
@@ -755,13 +753,32 @@ int ftrace_tracefs_undo_file_replay(const char *path, bool force)
 	}
 	if (!t->path)
 		return -EBADMSG;
+	*ret_pid = pid;
+	*ret = TAKE_PTR(t);
+	return 0;
+}
+
+int ftrace_tracefs_undo_file_replay(const char *path, bool force)
+{
+	_cleanup_(ftrace_tracefs_freep) struct ftrace_tracefs *t = NULL;
+	_cleanup_free_ char *text = NULL;
+	int pid, r;
+	size_t len;
+
+	r = read_full_file_at(AT_FDCWD, path, UNDO_FILE_MAX, &text, &len);
+	if (r < 0)
+		return r;
+	r = ftrace_tracefs_undo_parse(text, &pid, &t);
+	if (r < 0)
+		return r;
+	if (!dir_valid(t->path))
+		return -EBADMSG;
 	if (!force && pid != getpid() && pid_alive(pid))
 		return 0;
 
 	t->dirfd = open(t->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (t->dirfd < 0)
 		return negative_errno();
-	t->truncated = truncate;
 	t->state_path = strdup(path);
 	if (!t->state_path)
 		return -ENOMEM;

@@ -1,0 +1,870 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The ftrace control side against the real tracefs: kernel error text on
+ * failed writes, the undo list, sharing one directory between data
+ * sources, persistence and crash recovery.  The pure parts of the control
+ * side (names, config resolution, stats text, trace_clock text) are in
+ * tests/unit/test_ftrace_control.c and run as any user.
+ *
+ * Kernel cases run in a tracefs instance of their own (tp-test-<pid>),
+ * created before and removed after the test case (in the parent process, so
+ * even a crashed or failed test is cleaned up).  The files we could touch,
+ * of the instance and of the top level, are snapshotted first and must be
+ * byte-identical at the end: the test case's teardown checks that, after
+ * every test has run, whatever their order.
+ */
+
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "probes/ds/ds.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
+#include "probes/ftrace/tracefs/ftrace_tracefs.h"
+#include "probes/ftrace/tracefs/ftrace_tracefs_internal.h"
+#include "protos/perfetto/config/ftrace/ftrace_config.pb-c.h"
+#include "util/util.h"
+
+static char g_root[256];
+static char g_inst_name[64];
+static char g_inst_dir[512];
+static char g_state_dir[256];
+static char *g_snap_inst;
+static char *g_snap_top;
+
+static const char *const snap_files[] = {
+	"tracing_on", "set_event", "buffer_size_kb", "trace_clock", "buffer_percent", "current_tracer",
+};
+
+static char *read_text(const char *dir, const char *file)
+{
+	char p[1024];
+	char *buf = NULL;
+	size_t len;
+
+	(void)snprintf(p, sizeof(p), "%s/%s", dir, file);
+	if (read_full_file_at(AT_FDCWD, p, 1 << 20, &buf, &len) < 0)
+		return strdup("<unreadable>");
+	return buf;
+}
+
+static int write_text(const char *dir, const char *file, const char *v)
+{
+	char p[1024];
+	int fd, r;
+
+	(void)snprintf(p, sizeof(p), "%s/%s", dir, file);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, v, strlen(v));
+	close(fd);
+	return r;
+}
+
+/*
+ * Until the first user of tracing since boot, buffer_size_kb reads
+ * "N (expanded: M)"; the first event enabled anywhere expands every buffer
+ * for good and it reads "N" after.  N is the size in both: the suffix is
+ * state no one can put back, so snapshots leave it out.
+ */
+static void strip_unexpanded(const char *file, char *text)
+{
+	char *p;
+
+	if (strcmp(file, "buffer_size_kb") == 0 && (p = strstr(text, " (expanded:")))
+		strcpy(p, "\n");
+}
+
+static char *snapshot(const char *dir)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	for (size_t i = 0; i < ARRAY_SIZE(snap_files); i++) {
+		char *v = read_text(dir, snap_files[i]);
+
+		strip_unexpanded(snap_files[i], v);
+		fprintf(f, "== %s\n%s", snap_files[i], v);
+		free(v);
+	}
+	fclose(f);
+	return out;
+}
+
+/* The value of @file in the fixture's snapshot, first token. */
+static void snap_value(const char *file, char *buf, size_t size)
+{
+	char key[64];
+	const char *p;
+
+	(void)snprintf(key, sizeof(key), "== %s\n", file);
+	p = strstr(g_snap_inst, key);
+	ck_assert_ptr_nonnull(p);
+	p += strlen(key);
+	if (strcmp(file, "trace_clock") == 0) {
+		p = strchr(p, '[');
+		ck_assert_ptr_nonnull(p);
+		p++;
+	}
+	(void)snprintf(buf, size, "%.*s", (int)strcspn(p, " ]\n"), p);
+}
+
+/* Put back what a test changed on purpose (not through the code under test). */
+static void fixture_reset(void)
+{
+	static const char *const files[] = { "trace_clock", "buffer_size_kb", "tracing_on" };
+	char v[64];
+
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		snap_value(files[i], v, sizeof(v));
+		ck_assert_int_eq(write_text(g_inst_dir, files[i], v), 0);
+	}
+}
+
+static bool file_exists(const char *p)
+{
+	return access(p, F_OK) == 0;
+}
+
+static char *state_file_path(void)
+{
+	char *p = NULL, esc[512];
+
+	(void)snprintf(esc, sizeof(esc), "%s", g_inst_dir);
+	for (char *c = esc; *c; c++)
+		if (*c == '/')
+			*c = '_';
+	if (asprintf(&p, "%s/ftrace%s.undo", g_state_dir, esc) < 0)
+		return NULL;
+	return p;
+}
+
+/* ---- per test case fixture (parent process) ------------------------------ */
+
+static void kernel_setup(void)
+{
+	char *root = NULL, *err = NULL;
+	char p[600];
+
+	ck_assert_int_eq(ftrace_tracefs_find_root(&root, &err), 0);
+	(void)snprintf(g_root, sizeof(g_root), "%s", root);
+	free(root);
+	(void)snprintf(g_inst_name, sizeof(g_inst_name), "tp-test-%d", (int)getpid());
+	(void)snprintf(g_inst_dir, sizeof(g_inst_dir), "%s/instances/%s", g_root, g_inst_name);
+	(void)snprintf(p, sizeof(p), "%s", g_inst_dir);
+	(void)rmdir(p); /* a stale one of ours */
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+
+	(void)snprintf(g_state_dir, sizeof(g_state_dir), "/tmp/tp-test-state-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(g_state_dir));
+	setenv(FTRACE_STATE_DIR_ENV, g_state_dir, 1);
+
+	g_snap_inst = snapshot(g_inst_dir);
+	g_snap_top = snapshot(g_root);
+}
+
+/*
+ * After the last test of the case (Check runs an unchecked teardown once,
+ * after all of them): everything we touched is back, byte for byte.  The
+ * comparison comes before the cleanup, which would hide a leak, and the
+ * assertion after it, so that tracefs is put back even when it fails (a
+ * failure here ends the runner with a non-zero status).
+ */
+static void kernel_teardown(void)
+{
+	char *inst = snapshot(g_inst_dir), *top = snapshot(g_root);
+	bool inst_same = inst && g_snap_inst && strcmp(inst, g_snap_inst) == 0;
+	bool top_same = top && g_snap_top && strcmp(top, g_snap_top) == 0;
+	char cmd[600];
+
+	if (!inst_same)
+		fprintf(stderr, "instance not restored:\n--- before\n%s--- after\n%s", g_snap_inst, inst);
+	if (!top_same)
+		fprintf(stderr, "top level not restored:\n--- before\n%s--- after\n%s", g_snap_top, top);
+	free(inst);
+	free(top);
+
+	/* A test that died half-way left its undo list: put things back. */
+	(void)ftrace_host_recover(g_state_dir);
+	(void)rmdir(g_inst_dir);
+	(void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_state_dir);
+	(void)system(cmd);
+	free(g_snap_inst);
+	free(g_snap_top);
+	ck_assert_msg(inst_same && top_same, "tracefs not restored after the kernel test case");
+}
+
+static void assert_untouched(void)
+{
+	char *a = snapshot(g_inst_dir), *b = snapshot(g_root);
+
+	ck_assert_str_eq(a, g_snap_inst);
+	ck_assert_str_eq(b, g_snap_top);
+	free(a);
+	free(b);
+}
+
+static struct ftrace_tracefs *open_inst(const char *state_dir)
+{
+	struct ftrace_tracefs *t = NULL;
+	char *err = NULL;
+	int r = ftrace_tracefs_open(g_root, g_inst_name, state_dir, &t, &err);
+
+	ck_assert_msg(r == 0, "open: %d %s", r, err ? err : "");
+	free(err);
+	return t;
+}
+
+static struct ftrace_event_name ev_switch = { "sched", "sched_switch", 0 };
+static struct ftrace_event_name ev_waking = { "sched", "sched_waking", 0 };
+static struct ftrace_event_name ev_exit = { "sched", "sched_process_exit", 0 };
+static struct ftrace_event_name ev_print = { "ftrace", "print", FTRACE_EVENT_ALWAYS_ON };
+
+static char *event_enable(const char *g, const char *n)
+{
+	char f[300];
+
+	(void)snprintf(f, sizeof(f), "events/%s/%s/enable", g, n);
+	return read_text(g_inst_dir, f);
+}
+
+START_TEST(test_write_einval_has_kernel_text)
+{
+	struct ftrace_tracefs *t = open_inst(NULL);
+	char *err = NULL;
+
+	/* A value the kernel refuses: EINVAL and a message naming the file. */
+	ck_assert_int_eq(ftrace_tracefs_write(t, "trace_clock", "no_such_clock", &err), -EINVAL);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_ptr_nonnull(strstr(err, "trace_clock"));
+	ck_assert_ptr_nonnull(strstr(err, "no_such_clock"));
+	free(err);
+	err = NULL;
+
+	/* Filters explain themselves in error_log: the text is attached. */
+	ck_assert_int_eq(ftrace_tracefs_write(t, "events/sched/sched_switch/filter", "no_such_field == 1", &err),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_msg(strstr(err, "kernel:") != NULL, "no kernel text in: %s", err);
+	free(err);
+	err = NULL;
+	ck_assert_int_eq(ftrace_tracefs_write(t, "events/sched/sched_switch/filter", "0", &err), 0);
+
+	/* Missing file: -ENOENT, and nothing created. */
+	ck_assert_int_eq(ftrace_tracefs_write(t, "no_such_file", "1", &err), -ENOENT);
+	free(err);
+	ftrace_tracefs_free(t);
+	assert_untouched();
+}
+END_TEST
+
+/* ---- undo list ------------------------------------------------------------ */
+
+START_TEST(test_undo_restores_exactly)
+{
+	struct ftrace_tracefs *t;
+	const struct ftrace_event_name *evs[] = { &ev_switch, &ev_waking, &ev_print };
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 1024 };
+	bool ok[3];
+	char *err = NULL, *v, *before;
+	char *state = state_file_path();
+
+	/* Make the starting state unusual, to see that it comes back as it was. */
+	ck_assert_int_eq(write_text(g_inst_dir, "trace_clock", "global"), 0);
+	ck_assert_int_eq(write_text(g_inst_dir, "buffer_size_kb", "300"), 0);
+	ck_assert_int_eq(write_text(g_inst_dir, "events/irq/irq_handler_entry/enable", "1"), 0);
+	ck_assert_int_eq(write_text(g_inst_dir, "tracing_on", "1"), 0);
+	before = snapshot(g_inst_dir);
+
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	ck_assert_int_eq(ftrace_tracefs_enable_events(t, evs, 3, ok, &err), 3);
+	ck_assert(ok[0] && ok[1] && ok[2]);
+	ck_assert_ptr_null(err);
+
+	/* Changed as asked, and the undo list is on disk. */
+	v = read_text(g_inst_dir, "tracing_on");
+	ck_assert_str_eq(v, "0\n");
+	free(v);
+	v = read_text(g_inst_dir, "trace_clock");
+	ck_assert_ptr_nonnull(strstr(v, "[boot]"));
+	free(v);
+	v = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_int_ge(atoi(v), 1024);
+	ck_assert_int_lt(atoi(v), 1100);
+	free(v);
+	v = event_enable("sched", "sched_switch");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+	ck_assert(file_exists(state));
+	v = read_text(g_state_dir, strrchr(state, '/') + 1);
+	ck_assert_ptr_nonnull(strstr(v, "w tracing_on 1\n"));
+	ck_assert_ptr_nonnull(strstr(v, "w trace_clock global\n"));
+	ck_assert_ptr_nonnull(strstr(v, "w buffer_size_kb 30"));
+	ck_assert_ptr_nonnull(strstr(v, "w events/sched/sched_switch/enable 0\n"));
+	ck_assert_ptr_null(strstr(v, "irq_handler_entry"));
+	free(v);
+
+	/* drain_buffer_percent: buffer_percent written at start, remembered first. */
+	ck_assert_int_eq(ftrace_tracefs_activate(t, 30), 0);
+	v = read_text(g_inst_dir, "tracing_on");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+	v = read_text(g_inst_dir, "buffer_percent");
+	ck_assert_str_eq(v, "30\n");
+	free(v);
+	v = read_text(g_state_dir, strrchr(state, '/') + 1);
+	ck_assert_ptr_nonnull(strstr(v, "w buffer_percent 50\n"));
+	free(v);
+	ck_assert_int_eq(ftrace_tracefs_deactivate(t), 0);
+	ftrace_tracefs_release_events(t, evs, 3, ok);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ck_assert_uint_eq(ftrace_tracefs_undo_count(t), 0);
+	ftrace_tracefs_free(t);
+
+	/* Exactly as before, the event someone else enabled included; no state file left. */
+	v = snapshot(g_inst_dir);
+	ck_assert_str_eq(v, before);
+	free(v);
+	v = event_enable("irq", "irq_handler_entry");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+	ck_assert(!file_exists(state));
+
+	/* Back to the fixture's state. */
+	ck_assert_int_eq(write_text(g_inst_dir, "events/irq/irq_handler_entry/enable", "0"), 0);
+	fixture_reset();
+	assert_untouched();
+	free(before);
+	free(state);
+}
+END_TEST
+
+/* A buffer already of the asked size (as the kernel rounds it) is not rebuilt. */
+START_TEST(test_buffer_size_left_alone)
+{
+	struct ftrace_tracefs *t;
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 2048 };
+	char *err = NULL, *v, *rounded, *state = state_file_path();
+
+	ck_assert_int_eq(write_text(g_inst_dir, "buffer_size_kb", "2048"), 0);
+	rounded = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_int_ge(atoi(rounded), 2048); /* 2051 here: whole pages of data */
+
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	ck_assert_ptr_null(err);
+	ck_assert_uint_eq(ftrace_tracefs_cached_buffer_kb(t), (unsigned)atoi(rounded));
+	v = read_text(g_state_dir, strrchr(state, '/') + 1);
+	ck_assert_ptr_null(strstr(v, "buffer_size_kb")); /* nothing to put back */
+	free(v);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	v = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_str_eq(v, rounded);
+	free(v);
+
+	/* One page more is a real change: made, and undone. */
+	p.buffer_size_kb = 2048 + 8;
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	v = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_int_ge(atoi(v), 2056);
+	free(v);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	v = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_str_eq(v, rounded);
+	free(v);
+
+	free(rounded);
+	free(state);
+	fixture_reset();
+	assert_untouched();
+}
+END_TEST
+
+START_TEST(test_unexpanded_and_percpu_buffer_sizes)
+{
+	struct ftrace_tracefs *t = open_inst(NULL);
+	char *v;
+
+	/* "N (expanded: M)" is remembered as M: the size the next user would get. */
+	ck_assert_int_eq(ftrace_tracefs_remember_value(t, "buffer_size_kb", "1408"), 1);
+	ck_assert_int_eq(ftrace_tracefs_remember(t, "buffer_size_kb"), 0); /* already there */
+	ftrace_tracefs_forget(t, "buffer_size_kb");
+
+	/* Different per-CPU sizes: each CPU is remembered and restored. */
+	if (file_exists("/sys/devices/system/cpu/cpu1")) {
+		char f[600];
+
+		(void)snprintf(f, sizeof(f), "%s/per_cpu/cpu0", g_inst_dir);
+		if (file_exists(f)) {
+			ck_assert_int_eq(write_text(g_inst_dir, "per_cpu/cpu0/buffer_size_kb", "200"), 0);
+			v = read_text(g_inst_dir, "buffer_size_kb");
+			if (strncmp(v, "X", 1) == 0) {
+				char *before = read_text(g_inst_dir, "per_cpu/cpu0/buffer_size_kb");
+
+				ck_assert_int_eq(ftrace_tracefs_remember(t, "buffer_size_kb"), 1);
+				ck_assert_int_ge(ftrace_tracefs_undo_count(t), 2);
+				ck_assert_int_eq(ftrace_tracefs_write(t, "buffer_size_kb", "500", NULL), 0);
+				ck_assert_int_eq(ftrace_tracefs_restore(t), 0);
+				char *after = read_text(g_inst_dir, "per_cpu/cpu0/buffer_size_kb");
+				ck_assert_str_eq(after, before);
+				free(after);
+				free(before);
+				char *top = read_text(g_inst_dir, "buffer_size_kb");
+				ck_assert_str_eq(top, "X\n");
+				free(top);
+			}
+			free(v);
+		}
+	}
+	ftrace_tracefs_free(t);
+	fixture_reset();
+	assert_untouched();
+}
+END_TEST
+
+START_TEST(test_persist_failure_changes_nothing)
+{
+	struct ftrace_tracefs *t;
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 512 };
+	char *err = NULL;
+
+	/* A state dir that cannot be created: setup must stop before any write. */
+	t = open_inst("/proc/version/nope");
+	ck_assert_int_lt(ftrace_tracefs_attach(t, &p, &err), 0);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_ptr_nonnull(strstr(err, "undo"));
+	free(err);
+	ftrace_tracefs_free(t);
+	assert_untouched();
+}
+END_TEST
+
+START_TEST(test_busy_tracer_rejected)
+{
+	struct ftrace_tracefs *t;
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 512 };
+	char *avail = read_text(g_inst_dir, "available_tracers");
+	char *err = NULL;
+
+	if (!strstr(avail, "function")) {
+		free(avail);
+		return; /* no other tracer on this kernel */
+	}
+	free(avail);
+	if (write_text(g_inst_dir, "current_tracer", "function") < 0)
+		return; /* not allowed in an instance on this kernel */
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), -EBUSY);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_ptr_nonnull(strstr(err, "current_tracer"));
+	free(err);
+	ftrace_tracefs_free(t);
+	ck_assert_int_eq(write_text(g_inst_dir, "current_tracer", "nop"), 0);
+	assert_untouched();
+}
+END_TEST
+
+/* ---- two data sources on one directory ------------------------------------ */
+
+START_TEST(test_two_sessions_union)
+{
+	struct ftrace_tracefs *t = open_inst(g_state_dir);
+	const struct ftrace_event_name *a[] = { &ev_switch, &ev_waking };
+	const struct ftrace_event_name *b[] = { &ev_waking, &ev_exit };
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 512 };
+	bool oka[2], okb[2];
+	char *v;
+
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, NULL), 0);
+	ck_assert_int_eq(ftrace_tracefs_enable_events(t, a, 2, oka, NULL), 2);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, NULL), 0);
+	ck_assert_int_eq(ftrace_tracefs_enable_events(t, b, 2, okb, NULL), 2);
+	ck_assert_int_eq(ftrace_tracefs_activate(t, 0), 0);
+	ck_assert_int_eq(ftrace_tracefs_activate(t, 0), 0);
+
+	v = read_text(g_inst_dir, "set_event");
+	ck_assert_ptr_nonnull(strstr(v, "sched:sched_switch"));
+	ck_assert_ptr_nonnull(strstr(v, "sched:sched_waking"));
+	ck_assert_ptr_nonnull(strstr(v, "sched:sched_process_exit"));
+	free(v);
+
+	/* A stops: only what nobody else needs goes off; tracing stays on for B. */
+	ck_assert_int_eq(ftrace_tracefs_deactivate(t), 0);
+	ftrace_tracefs_release_events(t, a, 2, oka);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	v = read_text(g_inst_dir, "set_event");
+	ck_assert_ptr_null(strstr(v, "sched:sched_switch"));
+	ck_assert_ptr_nonnull(strstr(v, "sched:sched_waking"));
+	ck_assert_ptr_nonnull(strstr(v, "sched:sched_process_exit"));
+	free(v);
+	v = read_text(g_inst_dir, "tracing_on");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+
+	/* B stops: everything as it was. */
+	ck_assert_int_eq(ftrace_tracefs_deactivate(t), 0);
+	ftrace_tracefs_release_events(t, b, 2, okb);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	assert_untouched();
+}
+END_TEST
+
+/* ---- crash recovery --------------------------------------------------------- */
+
+START_TEST(test_recover_replays_leftover)
+{
+	char *state = state_file_path();
+	pid_t pid;
+	int status;
+
+	/* A child sets things up and dies by SIGKILL: nothing restored. */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ftrace_tracefs *t = NULL;
+		const struct ftrace_event_name *a[] = { &ev_switch, &ev_waking };
+		struct ftrace_tracefs_params p = { .buffer_size_kb = 700, .mono_raw = true };
+		bool ok[2];
+
+		if (ftrace_tracefs_open(g_root, g_inst_name, g_state_dir, &t, NULL) < 0 ||
+		    ftrace_tracefs_attach(t, &p, NULL) < 0 || ftrace_tracefs_enable_events(t, a, 2, ok, NULL) != 2 ||
+		    ftrace_tracefs_activate(t, 0) < 0)
+			_exit(1);
+		raise(SIGKILL);
+		_exit(2);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ck_assert(file_exists(state));
+	{
+		char *v = event_enable("sched", "sched_switch");
+		ck_assert_str_eq(v, "1\n");
+		free(v);
+	}
+
+	ck_assert_int_eq(ftrace_host_recover(g_state_dir), 1);
+	ck_assert(!file_exists(state));
+	assert_untouched();
+	/* Nothing left to do the second time. */
+	ck_assert_int_eq(ftrace_host_recover(g_state_dir), 0);
+	free(state);
+}
+END_TEST
+
+/* A leftover list is replayed before a new setup records "original" values. */
+START_TEST(test_attach_replays_leftover_first)
+{
+	char *state = state_file_path(), *v;
+	struct ftrace_tracefs *t;
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 512 };
+	char *err = NULL;
+	pid_t live;
+	int fd;
+
+	/* A dead owner's list (pid 0x7ffffff0 is never a live pid here) */
+	ck_assert_int_eq(write_text(g_inst_dir, "trace_clock", "global"), 0);
+	fd = open(state, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	v = strchr(strstr(g_snap_inst, "== trace_clock\n"), '[') + 1;
+	dprintf(fd, "traced-probes-ftrace-undo 1\npid 2147483632\ndir %s\ntruncate 1\nw trace_clock %.*s\n", g_inst_dir,
+		(int)strcspn(v, "]"), v);
+	close(fd);
+
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	/* what we will restore is the clock from before the dead process */
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	ck_assert(!file_exists(state));
+	assert_untouched();
+
+	/* A live owner: the directory is busy and its list is left alone. */
+	live = fork();
+	if (live == 0) {
+		pause();
+		_exit(0);
+	}
+	fd = open(state, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	dprintf(fd, "traced-probes-ftrace-undo 1\npid %d\ndir %s\ntruncate 0\nw tracing_on 1\n", (int)live, g_inst_dir);
+	close(fd);
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(err, "in use"));
+	free(err);
+	ftrace_tracefs_free(t);
+	ck_assert(file_exists(state));
+	kill(live, SIGKILL);
+	waitpid(live, NULL, 0);
+	(void)unlink(state);
+	free(state);
+	assert_untouched();
+}
+END_TEST
+
+START_TEST(test_recover_refuses_bad_files)
+{
+	char p[400];
+	char *v;
+	int fd;
+	pid_t live;
+
+	/* A list naming a file outside the whitelist is never acted on. */
+	(void)snprintf(p, sizeof(p), "%s/ftrace_bad.undo", g_state_dir);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	dprintf(fd, "traced-probes-ftrace-undo 1\npid 1\ndir %s\ntruncate 0\nw current_tracer function\n",
+		g_inst_dir);
+	close(fd);
+	ck_assert_int_eq(ftrace_tracefs_undo_file_replay(p, true), -EBADMSG);
+	ck_assert(file_exists(p));
+	(void)unlink(p);
+
+	/* A path escaping tracefs is refused too. */
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	dprintf(fd, "traced-probes-ftrace-undo 1\npid 1\ndir /tmp\ntruncate 0\nw tracing_on 1\n");
+	close(fd);
+	ck_assert_int_eq(ftrace_tracefs_undo_file_replay(p, true), -EBADMSG);
+	(void)unlink(p);
+
+	/* A list whose owner is alive belongs to a running daemon: skipped. */
+	live = fork();
+	if (live == 0) {
+		pause();
+		_exit(0);
+	}
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	dprintf(fd, "traced-probes-ftrace-undo 1\npid %d\ndir %s\ntruncate 0\nw tracing_on 0\n", (int)live,
+		g_inst_dir);
+	close(fd);
+	ck_assert_int_eq(ftrace_tracefs_undo_file_replay(p, false), 0);
+	ck_assert(file_exists(p));
+	v = read_text(g_inst_dir, "tracing_on");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+	kill(live, SIGKILL);
+	waitpid(live, NULL, 0);
+	(void)unlink(p);
+	assert_untouched();
+}
+END_TEST
+
+/* ---- the data-source API: validation and reporting ------------------------- */
+
+static struct pbw *no_packet_begin(void *userdata)
+{
+	ck_abort_msg("setup wrote a packet");
+	return NULL;
+}
+
+static int no_packet_end(void *userdata)
+{
+	ck_abort_msg("setup wrote a packet");
+	return -ENOSPC;
+}
+
+/* Setup writes no packet: a sink that fails the test if it is used. */
+static const struct pbw_sink no_packet_sink = { .begin_packet = no_packet_begin,
+						.end_packet = no_packet_end };
+
+static int setup_ds(const char *instance, char **events, size_t n, struct ftrace_host **ret_host,
+		    struct ftrace_ds **ret, char **err)
+{
+	Perfetto__Protos__FtraceConfig cfg = PERFETTO__PROTOS__FTRACE_CONFIG__INIT;
+	struct ftrace_host *h = NULL;
+	struct event *e = NULL;
+	int r;
+
+	cfg.instance_name = (char *)instance;
+	cfg.ftrace_events = events;
+	cfg.n_ftrace_events = n;
+	cfg.has_buffer_size_kb = true;
+	cfg.buffer_size_kb = 256;
+	ck_assert_int_ge(event_default(&e), 0);
+	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
+	r = ftrace_ds_setup(h, 1, 1, &cfg, &no_packet_sink, NULL, NULL, ret, err);
+	if (r < 0)
+		h = ftrace_host_free(h);
+	*ret_host = h;
+	event_unref(e);
+	return r;
+}
+
+START_TEST(test_ds_setup_rejects_bad_instance_names)
+{
+	const char *bad[] = { "../x", "a/b/c", "..", ".", "", "x y" };
+	char longname[400];
+	struct ftrace_host *h = NULL;
+	struct ftrace_ds *ds = NULL;
+	char *err = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		if (!bad[i][0])
+			continue; /* empty means top level, not an error */
+		ck_assert_int_eq(setup_ds(bad[i], NULL, 0, &h, &ds, &err), -EINVAL);
+		ck_assert_ptr_nonnull(err);
+		free(err);
+		err = NULL;
+	}
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = 0;
+	ck_assert_int_eq(setup_ds(longname, NULL, 0, &h, &ds, &err), -EINVAL);
+	free(err);
+	err = NULL;
+
+	/* Perfetto's rule: the instance must exist. */
+	ck_assert_int_eq(setup_ds("tp-test-does-not-exist", NULL, 0, &h, &ds, &err), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "does not exist"));
+	free(err);
+	assert_untouched();
+}
+END_TEST
+
+START_TEST(test_ds_unknown_events_not_fatal)
+{
+	char *events[] = { "sched/sched_switch", "sched/no_such_event", "../x", "a/b/c", "sched_waking",
+			   "nogroup/*" };
+	struct ftrace_ds *ds = NULL;
+	char *err = NULL, *v;
+	const char *w;
+	struct ftrace_host *h = NULL;
+	int r;
+
+	r = setup_ds(g_inst_name, events, ARRAY_SIZE(events), &h, &ds, &err);
+	ck_assert_msg(r == 0, "setup: %d %s", r, err ? err : "");
+	w = ftrace_ds_get_warnings(ds);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_ptr_nonnull(strstr(w, "sched/no_such_event"));
+	ck_assert_ptr_nonnull(strstr(w, "'../x'"));
+	ck_assert_ptr_nonnull(strstr(w, "a/b/c"));
+	ck_assert_ptr_nonnull(strstr(w, "nogroup/*"));
+	v = event_enable("sched", "sched_switch");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+	v = event_enable("sched", "sched_waking");
+	ck_assert_str_eq(v, "1\n");
+	free(v);
+	/* The host frees what is still attached and restores tracefs. */
+	ftrace_host_free(h);
+	assert_untouched();
+}
+END_TEST
+
+/* Only what a config can name is listed, and it resolves as the full list does. */
+START_TEST(test_available_filtered)
+{
+	struct ftrace_tracefs *t = open_inst(NULL);
+	struct ftrace_event_list *all = NULL, *some = NULL, *bare = NULL;
+	const char *reqs[] = { "sched/*", "ftrace/print" };
+	const char *bare_reqs[] = { "sched_switch" };
+
+	ck_assert_int_eq(ftrace_tracefs_read_available(t, NULL, 0, &all), 0);
+	ck_assert_int_eq(ftrace_tracefs_read_available(t, reqs, 2, &some), 0);
+	ck_assert_int_eq(ftrace_tracefs_read_available(t, bare_reqs, 1, &bare), 0);
+	ck_assert_ptr_nonnull(ftrace_event_list_find(all, "sched", "sched_switch"));
+	ck_assert_ptr_nonnull(ftrace_event_list_find(all, "irq", "irq_handler_entry"));
+	/* a named group comes whole, the rest not at all */
+	ck_assert_ptr_nonnull(ftrace_event_list_find(some, "sched", "sched_switch"));
+	ck_assert_ptr_nonnull(ftrace_event_list_find(some, "sched", "sched_process_exit"));
+	ck_assert_ptr_nonnull(ftrace_event_list_find(some, "ftrace", "print"));
+	ck_assert_ptr_null(ftrace_event_list_find(some, "irq", "irq_handler_entry"));
+	ck_assert_uint_lt(ftrace_event_list_size(some) * 4, ftrace_event_list_size(all));
+	/* a bare name: that name in whatever group has it */
+	ck_assert_ptr_nonnull(ftrace_event_list_find(bare, "sched", "sched_switch"));
+	ck_assert_ptr_null(ftrace_event_list_find(bare, "sched", "sched_waking"));
+	ck_assert_uint_ge(ftrace_event_list_size(bare), 1);
+	ftrace_event_list_free(all);
+	ftrace_event_list_free(some);
+	ftrace_event_list_free(bare);
+	ftrace_tracefs_free(t);
+}
+END_TEST
+
+/* Without root: a clear error, not a crash or a half setup. */
+START_TEST(test_not_root)
+{
+	pid_t pid = fork();
+	int status;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *root = NULL, *err = NULL;
+		struct ftrace_tracefs *t = NULL;
+		int r;
+
+		if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+			_exit(10);
+		r = ftrace_tracefs_find_root(&root, &err);
+		if (r != -EACCES && r != -EPERM)
+			_exit(11);
+		if (!err || !strstr(err, "root"))
+			_exit(12);
+		free(err);
+		err = NULL;
+		r = ftrace_tracefs_open(g_root, g_inst_name, NULL, &t, &err);
+		if ((r != -EACCES && r != -EPERM) || !err)
+			_exit(13);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child exit %d", WEXITSTATUS(status));
+	assert_untouched();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("ftrace_tracefs");
+	TCase *k = tcase_create("kernel");
+
+	tcase_add_unchecked_fixture(k, kernel_setup, kernel_teardown);
+	tcase_add_test(k, test_write_einval_has_kernel_text);
+	tcase_add_test(k, test_undo_restores_exactly);
+	tcase_add_test(k, test_unexpanded_and_percpu_buffer_sizes);
+	tcase_add_test(k, test_buffer_size_left_alone);
+	tcase_add_test(k, test_persist_failure_changes_nothing);
+	tcase_add_test(k, test_busy_tracer_rejected);
+	tcase_add_test(k, test_two_sessions_union);
+	tcase_add_test(k, test_recover_replays_leftover);
+	tcase_add_test(k, test_recover_refuses_bad_files);
+	tcase_add_test(k, test_attach_replays_leftover_first);
+	tcase_add_test(k, test_ds_setup_rejects_bad_instance_names);
+	tcase_add_test(k, test_ds_unknown_events_not_fatal);
+	tcase_add_test(k, test_available_filtered);
+	tcase_add_test(k, test_not_root);
+	suite_add_tcase(s, k);
+	return s;
+}
+
+int main(void)
+{
+	char *root = NULL;
+	SRunner *sr;
+	int failed;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "skipped: needs root for tracefs\n");
+		return 77;
+	}
+	if (ftrace_tracefs_find_root(&root, NULL) < 0) {
+		fprintf(stderr, "skipped: no tracefs\n");
+		return 77;
+	}
+	free(root);
+
+	sr = srunner_create(suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * End to end on the real kernel: `traced-probes record` (producer + the
+ * in-process service over a socketpair and a memfd SMB) records a workload
+ * this test starts, into a tracefs instance of its own.  The file is decoded
+ * with the generated protobuf-c code and checked against the kernel's own
+ * per-CPU counters, and tracefs must be byte-for-byte as before.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "probes/recorder.h"
+#include "tests/lib/tp_kernel.h"
+#include "tests/lib/tp_trace.h"
+#include "util/util.h"
+
+static struct tp_fixture fx;
+static char tmpdir[] = "/tmp/tp-record-XXXXXX";
+
+static void setup(void)
+{
+	ck_assert_int_eq(tp_fixture_setup(&fx, "tp-record"), 0);
+}
+
+static void teardown(void)
+{
+	tp_fixture_teardown(&fx);
+}
+
+static void base_options(struct recorder_options *o, const char *out)
+{
+	recorder_options_init(o);
+	o->output = out;
+	o->instance = fx.instance;
+	o->quiet = true;
+}
+
+static void check_reconciled(const struct tp_trace_summary *s, unsigned n_cpus)
+{
+	ck_assert_uint_ge(s->stats_pairs, 1);
+	for (unsigned c = 0; c < n_cpus; c++) {
+		const struct tp_cpu_summary *cs = &s->cpu[c];
+		uint64_t read = cs->end_read - cs->start_read;
+
+		/* every event the kernel handed us is in the trace, and nothing else */
+		ck_assert_msg(cs->events_at_end == read,
+			      "cpu %u: %llu events in the trace before END stats, kernel read %llu", c,
+			      (unsigned long long)cs->events_at_end, (unsigned long long)read);
+		ck_assert_msg(!cs->ts_decreased, "cpu %u: timestamps went backwards", c);
+	}
+}
+
+/*
+ * The trace holds (nearly) every context switch the kernel counted while
+ * the workload ran and the recording was on: a bound relative to what the
+ * machine did, however slow it is.  The workload starts once tracing is
+ * on and the count ends when a polling thread sees it off: a 5 ms poll,
+ * but an emulated guest running two of them on a shared host has left that
+ * thread unscheduled for some 150 ms of a 1 s recording.  So the trace may
+ * miss up to a quarter at the end; every event the kernel handed out is
+ * checked exactly by check_reconciled().
+ */
+static uint64_t check_switches_counted(const struct tp_trace_summary *s,
+				       const struct tp_deferred_workload *d)
+{
+	uint64_t switches = 0, counted;
+
+	for (unsigned c = 0; c < s->n_cpus; c++)
+		switches += s->cpu[c].switches;
+	ck_assert_msg(d->ctxt_end > d->ctxt_start, "no context switches counted (/proc/stat ctxt)");
+	counted = d->ctxt_end - d->ctxt_start;
+	fprintf(stderr, "%llu switches in the trace, %llu counted by the kernel\n",
+		(unsigned long long)switches, (unsigned long long)counted);
+	ck_assert_msg(switches >= counted - counted / 4,
+		      "%llu switches in the trace, the kernel counted %llu", (unsigned long long)switches,
+		      (unsigned long long)counted);
+	return switches;
+}
+
+START_TEST(test_record_sched_busy)
+{
+	char out[512];
+	struct recorder_options o;
+	struct tp_deferred_workload d;
+	struct tp_trace_summary s;
+	unsigned n_cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t overrun = 0;
+	pid_t workload_pid;
+
+	snprintf(out, sizeof(out), "%s/busy.pftrace", tmpdir);
+	/* it starts once tracing is on, so the recording sees it run throughout */
+	ck_assert_int_eq(tp_workload_start_deferred(&d, fx.path, "tp-pingpong", 2), 0);
+	base_options(&o, out);
+	o.duration_ms = 2000;
+	ck_assert_int_eq(recorder_run(&o), 0);
+	workload_pid = d.w.pid;
+	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
+	tp_fixture_assert_restored(&fx);
+
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	ck_assert(s.has_trace_config);
+	ck_assert(s.has_clock_snapshot);
+	/* busy: the workload switched throughout, and the trace has it all */
+	ck_assert_uint_gt(check_switches_counted(&s, &d), 1000);
+	ck_assert_uint_ge(s.n_cpus, n_cpus);
+	for (unsigned c = 0; c < n_cpus; c++) {
+		ck_assert_msg(s.cpu[c].bundles > 0, "cpu %u has no bundles", c);
+		ck_assert_uint_gt(s.cpu[c].switches, 0);
+		overrun += s.cpu[c].end_overrun - s.cpu[c].start_overrun;
+	}
+	/* the default buffer keeps up with this load */
+	ck_assert_uint_eq(overrun, 0);
+	for (size_t i = 0; i < d.w.n_tids; i++)
+		ck_assert_msg(tp_trace_has_next_pid(&s, d.w.tids[i]), "tid %d never scheduled in",
+			      (int)d.w.tids[i]);
+	check_reconciled(&s, n_cpus);
+	/* process names: the workload's threads belong to its process */
+	for (size_t i = 0; i < d.w.n_tids; i++)
+		ck_assert_int_eq(tp_trace_thread_tgid(&s, d.w.tids[i]), workload_pid);
+	ck_assert_uint_eq(s.packets_with_loss_flag, 0);
+	tp_trace_free(&s);
+}
+END_TEST
+
+START_TEST(test_record_starved)
+{
+	char out[512];
+	struct recorder_options o;
+	struct tp_deferred_workload d;
+	struct tp_trace_summary s;
+	unsigned n_cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t overrun = 0, lost_bundles = 0;
+
+	snprintf(out, sizeof(out), "%s/starved.pftrace", tmpdir);
+	ck_assert_int_eq(tp_workload_start_deferred(&d, fx.path, "tp-starve", 3), 0);
+	base_options(&o, out);
+	o.duration_ms = 3000;
+	o.buffer_size_kb = 16;          /* a few pages per CPU */
+	o.drain_period_ms = 1500;       /* and drained rarely */
+	o.drain_buffer_percent = 0;     /* with no wake-ups in between */
+	o.process_names = false;
+	ck_assert_int_eq(recorder_run(&o), 0);
+	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
+	tp_fixture_assert_restored(&fx);
+
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	for (unsigned c = 0; c < n_cpus; c++) {
+		overrun += s.cpu[c].end_overrun - s.cpu[c].start_overrun;
+		lost_bundles += s.cpu[c].lost_bundles;
+	}
+	ck_assert_uint_gt(overrun, 0);
+	ck_assert_uint_gt(lost_bundles, 0);
+	/* what was not lost is all there, and nothing more */
+	check_reconciled(&s, n_cpus);
+	tp_trace_free(&s);
+}
+END_TEST
+
+static double bytes_per_sched_event(const char *out, bool compact, uint64_t *ret_events)
+{
+	struct recorder_options o;
+	struct tp_deferred_workload d;
+	struct tp_trace_summary s;
+	uint64_t bundle_bytes = 0;
+
+	ck_assert_int_eq(tp_workload_start_deferred(&d, fx.path, compact ? "tp-compact" : "tp-plain", 2), 0);
+	base_options(&o, out);
+	o.duration_ms = 1000;
+	o.process_names = false;
+	o.compact_sched = compact;
+	ck_assert_int_eq(recorder_run(&o), 0);
+	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	(void)check_switches_counted(&s, &d);
+	for (size_t i = 0; i < s.trace->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *p = s.trace->packet[i];
+
+		if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS)
+			bundle_bytes += protobuf_c_message_get_packed_size(&p->base);
+	}
+	*ret_events = s.events;
+	tp_trace_free(&s);
+	return s.events ? (double)bundle_bytes / (double)s.events : 0;
+}
+
+START_TEST(test_record_compact_is_smaller)
+{
+	char out[512];
+	uint64_t n_compact, n_plain;
+	double compact, plain;
+
+	snprintf(out, sizeof(out), "%s/compact.pftrace", tmpdir);
+	compact = bytes_per_sched_event(out, true, &n_compact);
+	snprintf(out, sizeof(out), "%s/plain.pftrace", tmpdir);
+	plain = bytes_per_sched_event(out, false, &n_plain);
+	fprintf(stderr, "bytes per sched event: compact %.2f (%llu events), plain %.2f (%llu events)\n",
+		compact, (unsigned long long)n_compact, plain, (unsigned long long)n_plain);
+	/* each pass holds what the kernel counted (bytes_per_sched_event) */
+	ck_assert_uint_gt(n_compact, 1000);
+	ck_assert_uint_gt(n_plain, 1000);
+	ck_assert(compact > 0 && compact < plain / 2);
+	tp_fixture_assert_restored(&fx);
+}
+END_TEST
+
+START_TEST(test_record_config_file)
+{
+	char cfg_path[512], out[512], src[4200];
+	_cleanup_free_ char *text = NULL;
+	struct recorder_options o;
+	struct tp_trace_summary s;
+	const char *root = getenv("TP_SOURCE_ROOT");
+	char *pos;
+	FILE *f;
+
+	/* the example config, pointed at our instance and shortened */
+	snprintf(src, sizeof(src), "%s/config/sched-process-names.pbtxt", root ? root : ".");
+	ck_assert_int_eq(read_full_file_at(AT_FDCWD, src, 1 << 20, &text, NULL), 0);
+	pos = strstr(text, "duration_ms:");
+	ck_assert_ptr_nonnull(pos);
+	*pos = '\0';
+	snprintf(cfg_path, sizeof(cfg_path), "%s/cfg.pbtxt", tmpdir);
+	f = fopen(cfg_path, "w");
+	ck_assert_ptr_nonnull(f);
+	pos = strstr(text, "ftrace_config {");
+	ck_assert_ptr_nonnull(pos);
+	pos += strlen("ftrace_config {");
+	fprintf(f, "%.*s instance_name: \"%s\" %s duration_ms: 1000\n", (int)(pos - text), text,
+		fx.instance, pos);
+	fclose(f);
+
+	snprintf(out, sizeof(out), "%s/config.pftrace", tmpdir);
+	recorder_options_init(&o);
+	o.output = out;
+	o.config_path = cfg_path;
+	o.quiet = true;
+	ck_assert_int_eq(recorder_run(&o), 0);
+	tp_fixture_assert_restored(&fx);
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	ck_assert_uint_gt(s.events, 0);
+	ck_assert_uint_ge(s.process_tree_packets, 1);
+	ck_assert_uint_gt(s.processes, 10);
+	ck_assert_uint_ge(s.stats_pairs, 1);
+	tp_trace_free(&s);
+}
+END_TEST
+
+START_TEST(test_record_sigterm)
+{
+	const char *build = getenv("TP_BUILD_ROOT");
+	char bin[4200], out[512], dur[16];
+	struct tp_trace_summary s;
+	struct stat st;
+	int status;
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(build);
+	snprintf(bin, sizeof(bin), "%s/probes/traced-probes", build);
+	snprintf(out, sizeof(out), "%s/sigterm.pftrace", tmpdir);
+	snprintf(dur, sizeof(dur), "60s");
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execl(bin, bin, "record", "-q", "-o", out, "-t", dur, "-i", fx.instance, (char *)NULL);
+		_exit(127);
+	}
+	/* stop it once it is recording */
+	ck_assert(tp_wait_recording(fx.path, 30000));
+	/* and has drained some events, which the trace must then hold */
+	ck_assert(tp_wait_read_events(fx.path, 1, 30000));
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	tp_fixture_assert_restored(&fx);
+	/* stopped early, yet a complete trace with its final stats */
+	ck_assert_int_eq(stat(out, &st), 0);
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	ck_assert_uint_gt(s.events, 0);
+	ck_assert_uint_ge(s.stats_pairs, 1);
+	tp_trace_free(&s);
+}
+END_TEST
+
+START_TEST(test_record_setup_error)
+{
+	char out[512];
+	struct recorder_options o;
+	struct stat st;
+
+	/* an instance that does not exist: a clear failure, no file, nothing touched */
+	snprintf(out, sizeof(out), "%s/error.pftrace", tmpdir);
+	base_options(&o, out);
+	o.instance = "tp-no-such-instance";
+	o.duration_ms = 500;
+	ck_assert_int_ne(recorder_run(&o), 0);
+	ck_assert_int_ne(stat(out, &st), 0);
+	tp_fixture_assert_restored(&fx);
+}
+END_TEST
+
+START_TEST(test_record_unknown_event)
+{
+	char out[512];
+	struct recorder_options o;
+	struct tp_trace_summary s;
+	bool reported = false;
+
+	/* an unknown event is reported in the trace and the rest still records */
+	snprintf(out, sizeof(out), "%s/unknown.pftrace", tmpdir);
+	base_options(&o, out);
+	o.events[o.n_events++] = "sched/sched_switch";
+	o.events[o.n_events++] = "nosuchgroup/nosuchevent";
+	o.duration_ms = 500;
+	o.process_names = false;
+	ck_assert_int_eq(recorder_run(&o), 0);
+	tp_fixture_assert_restored(&fx);
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	ck_assert_uint_gt(s.events, 0);
+	for (size_t i = 0; i < s.trace->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *p = s.trace->packet[i];
+
+		if (p->data_case != PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_STATS)
+			continue;
+		for (size_t k = 0; k < p->ftrace_stats->n_unknown_ftrace_events; k++)
+			reported |= strcmp(p->ftrace_stats->unknown_ftrace_events[k],
+					   "nosuchgroup/nosuchevent") == 0;
+	}
+	ck_assert(reported);
+	tp_trace_free(&s);
+}
+END_TEST
+
+/*
+ * drain_buffer_percent: with a drain period far longer than the recording,
+ * only the kernel's wake-ups at 10 % full can keep a small buffer from
+ * overrunning; without them this recording would lose most events.
+ */
+START_TEST(test_record_buffer_percent_wakeups)
+{
+	char cfg_path[512], out[512];
+	struct recorder_options o;
+	struct tp_trace_summary s;
+	struct tp_deferred_workload d;
+	uint64_t overrun = 0, most_bytes = 0;
+	FILE *f;
+
+	snprintf(cfg_path, sizeof(cfg_path), "%s/percent.pbtxt", tmpdir);
+	f = fopen(cfg_path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "buffers { size_kb: 65536 }\n"
+		   "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+		   "  ftrace_events: \"sched/sched_switch\" ftrace_events: \"sched/sched_waking\"\n"
+		   "  buffer_size_kb: 512 drain_period_ms: 30000 drain_buffer_percent: 10\n"
+		   "  instance_name: \"%s\" } } }\n"
+		   "duration_ms: 1500\n", fx.instance);
+	fclose(f);
+	snprintf(out, sizeof(out), "%s/percent.pftrace", tmpdir);
+	recorder_options_init(&o);
+	o.output = out;
+	o.config_path = cfg_path;
+	o.quiet = true;
+	ck_assert_int_eq(tp_workload_start_deferred(&d, fx.path, "tp-percent", 2), 0);
+	ck_assert_int_eq(recorder_run(&o), 0);
+	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
+	tp_fixture_assert_restored(&fx);
+
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	/*
+	 * Without wake-ups only what a buffer holds at the end could be there:
+	 * more came through on some CPU.  A bound that holds on any machine,
+	 * fast or emulated: the records' smallest sizes (68 bytes a
+	 * sched_switch, 40 a sched_waking; PREEMPT_RT's are larger) against
+	 * the 512 KiB the buffer has for them.  Small enough that an emulated
+	 * 6.1 guest (10k-15k records per CPU in 1.5 s) fills it twice over.
+	 */
+	for (unsigned c = 0; c < s.n_cpus; c++) {
+		overrun += s.cpu[c].end_overrun - s.cpu[c].start_overrun;
+		most_bytes = MAX(most_bytes, s.cpu[c].switches * 68 + s.cpu[c].wakings * 40);
+	}
+	ck_assert_msg(most_bytes > 512u * 1024u,
+		      "%llu events, at most %llu bytes of records on one CPU: no more than its 512 KiB buffer holds",
+		      (unsigned long long)s.events, (unsigned long long)most_bytes);
+	ck_assert_msg(overrun < s.events / 100, "%llu overrun for %llu events",
+		      (unsigned long long)overrun, (unsigned long long)s.events);
+	check_reconciled(&s, s.n_cpus);
+	tp_trace_free(&s);
+}
+END_TEST
+
+/* writes trace_marker lines into our instance while the recorder runs */
+static void *marker_writer(void *arg)
+{
+	static const char *const lines[] = { "keep: one", "drop: two", "B|123|noisy slice",
+					     "B|123|useful slice", "keep: three" };
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/trace_marker", fx.path);
+	/* once the recorder drains the instance, its start-up is over */
+	if (!tp_wait_recording(fx.path, 30000) || !tp_wait_read_events(fx.path, 1, 30000))
+		return NULL;
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	for (int round = 0; round < 3; round++)
+		for (size_t i = 0; i < ARRAY_SIZE(lines); i++)
+			(void)!write(fd, lines[i], strlen(lines[i]));
+	close(fd);
+	return NULL;
+}
+
+START_TEST(test_record_print_filter)
+{
+	char cfg_path[512], out[512];
+	struct recorder_options o;
+	struct tp_trace_summary s;
+	unsigned kept = 0, dropped = 0, useful = 0;
+	pthread_t th;
+	FILE *f;
+
+	snprintf(cfg_path, sizeof(cfg_path), "%s/print.pbtxt", tmpdir);
+	f = fopen(cfg_path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "buffers { size_kb: 4096 }\n"
+		   "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+		   "  ftrace_events: \"ftrace/print\" ftrace_events: \"sched/sched_switch\"\n"
+		   "  instance_name: \"%s\"\n"
+		   "  print_filter {\n"
+		   "    rules { prefix: \"drop\" allow: false }\n"
+		   "    rules { atrace_msg { type: \"B\" prefix: \"noisy\" } allow: false }\n"
+		   "  } } } }\n"
+		   "duration_ms: 1000\n", fx.instance);
+	fclose(f);
+	snprintf(out, sizeof(out), "%s/print.pftrace", tmpdir);
+	recorder_options_init(&o);
+	o.output = out;
+	o.config_path = cfg_path;
+	o.quiet = true;
+	ck_assert_int_eq(pthread_create(&th, NULL, marker_writer, NULL), 0);
+	ck_assert_int_eq(recorder_run(&o), 0);
+	pthread_join(th, NULL);
+	tp_fixture_assert_restored(&fx);
+
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	for (size_t i = 0; i < s.trace->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *p = s.trace->packet[i];
+
+		if (p->data_case != PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS)
+			continue;
+		for (size_t k = 0; k < p->ftrace_events->n_event; k++) {
+			const Perfetto__Protos__FtraceEvent *e = p->ftrace_events->event[k];
+
+			if (e->event_case != PERFETTO__PROTOS__FTRACE_EVENT__EVENT_PRINT)
+				continue;
+			kept += strncmp(e->print->buf, "keep", 4) == 0;
+			dropped += strncmp(e->print->buf, "drop", 4) == 0 || strstr(e->print->buf, "noisy");
+			useful += strstr(e->print->buf, "useful") != NULL;
+		}
+	}
+	ck_assert_uint_eq(kept, 6);
+	ck_assert_uint_eq(useful, 3);
+	ck_assert_uint_eq(dropped, 0);
+	tp_trace_free(&s);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("record");
+	TCase *tc = tcase_create("record");
+
+	if (!tp_kernel_available()) {
+		fprintf(stderr, "needs root and tracefs: skipped\n");
+		return 77;
+	}
+	if (!mkdtemp(tmpdir))
+		return 1;
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_record_sched_busy);
+	tcase_add_test(tc, test_record_starved);
+	tcase_add_test(tc, test_record_compact_is_smaller);
+	tcase_add_test(tc, test_record_config_file);
+	tcase_add_test(tc, test_record_sigterm);
+	tcase_add_test(tc, test_record_setup_error);
+	tcase_add_test(tc, test_record_unknown_event);
+	tcase_add_test(tc, test_record_print_filter);
+	tcase_add_test(tc, test_record_buffer_percent_wakeups);
+	suite_add_tcase(s, tc);
+	return tp_run_suite(s, tmpdir);
+}
