@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "event/event.h"
+#include "loop/loop.h"
 #include "probes/sys_stats/sys_stats.h"
 #include "probes/sys_stats/sys_stats_internal.h"
 #include "protos/perfetto/config/sys_stats/sys_stats_config.pb-c.h"
@@ -141,7 +141,7 @@ int main(int argc, char **argv)
 	};
 	struct sys_stats_stats st;
 	struct sys_stats *ss;
-	struct event *e = NULL;
+	struct loop *e = NULL;
 	_cleanup_free_ char *warnings = NULL;
 	unsigned long allocs;
 	unsigned polls = 20000;
@@ -169,7 +169,7 @@ int main(int argc, char **argv)
 	cfg.has_meminfo_period_ms = cfg.has_vmstat_period_ms = cfg.has_stat_period_ms = true;
 	cfg.meminfo_period_ms = cfg.vmstat_period_ms = cfg.stat_period_ms = 100;
 	/* the loop only has to exist: the polls are made by hand */
-	r = event_new(&e);
+	r = loop_new(&e);
 	if (r >= 0) {
 		env.event = e;
 		r = sys_stats_setup_at(&env, &cfg, NULL, NULL, &ss, NULL, &warnings);
@@ -213,6 +213,6 @@ int main(int argc, char **argv)
 		printf("allocations:      %lu\n", allocs);
 	}
 	sys_stats_ds_ops.free(ss);
-	event_unref(e);
+	loop_unref(e);
 	return 0;
 }

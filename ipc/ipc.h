@@ -18,7 +18,7 @@
  *   ipc_client_*   producer side RPC.
  *   ipc_host_*, ipc_conn_*, ipc_reply_*   service side RPC.
  *
- * Everything is single-threaded per struct event loop; there are no internal
+ * Everything is single-threaded per struct loop; there are no internal
  * threads.  Functions return >= 0 on success and -errno on failure.
  * Callbacks may free the object that invoked them (the object stays valid
  * until the callback returns, then it is released).
@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "event/event.h"
+#include "loop/loop.h"
 
 #include "protos/perfetto/ipc/wire_protocol.pb-c.h"
 
@@ -312,14 +312,14 @@ void ipc_channel_set_callbacks(struct ipc_channel *ch, ipc_channel_frame_cb on_f
 			       ipc_channel_disconnect_cb on_disconnect, void *userdata);
 
 /**
- * ipc_channel_attach_event - watch the socket on @e (event_add_io).
+ * ipc_channel_attach_event - watch the socket on @e (loop_add_io).
  * @ch: channel.
  * @e: event loop.
  *
  * Returns: 0, -EBUSY if already attached, -ENOTCONN if closed, or the
  * event loop error.
  */
-int ipc_channel_attach_event(struct ipc_channel *ch, struct event *e);
+int ipc_channel_attach_event(struct ipc_channel *ch, struct loop *e);
 
 /**
  * ipc_channel_send - send raw stream bytes (normally one whole frame).
@@ -464,7 +464,7 @@ struct ipc_client *ipc_client_free(struct ipc_client *c);
  *
  * Returns: as ipc_channel_attach_event().
  */
-int ipc_client_attach_event(struct ipc_client *c, struct event *e);
+int ipc_client_attach_event(struct ipc_client *c, struct loop *e);
 
 /**
  * ipc_client_set_disconnect_callback - see ipc_client_disconnect_cb.
@@ -610,7 +610,7 @@ struct ipc_host *ipc_host_free(struct ipc_host *h);
  *
  * Returns: 0, -EBUSY if already attached, or the event loop error.
  */
-int ipc_host_attach_event(struct ipc_host *h, struct event *e);
+int ipc_host_attach_event(struct ipc_host *h, struct loop *e);
 
 /**
  * ipc_host_register_service - expose a service.

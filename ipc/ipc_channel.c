@@ -57,9 +57,9 @@ struct ipc_channel {
 	size_t sq_bytes;
 	size_t sq_max;
 
-	struct event *event;
-	struct event_source *io;
-	struct event_source *defer;
+	struct loop *event;
+	struct loop_source *io;
+	struct loop_source *defer;
 
 	ipc_channel_frame_cb on_frame;
 	ipc_channel_disconnect_cb on_disconnect;
@@ -90,9 +90,9 @@ static void channel_clear_queue(struct ipc_channel *ch)
 
 static void channel_close(struct ipc_channel *ch)
 {
-	ch->io = event_source_disable_unref(ch->io);
-	ch->defer = event_source_disable_unref(ch->defer);
-	ch->event = event_unref(ch->event);
+	ch->io = loop_source_disable_unref(ch->io);
+	ch->defer = loop_source_disable_unref(ch->defer);
+	ch->event = loop_unref(ch->event);
 	closep(&ch->fd);
 	ch->fd = -EBADF;
 	channel_clear_queue(ch);
@@ -209,7 +209,7 @@ static int channel_update_events(struct ipc_channel *ch)
 		return 0;
 	if (ch->state == CHANNEL_CONNECTING || ch->sq_head)
 		events |= EPOLLOUT;
-	return event_source_set_io_events(ch->io, events);
+	return loop_source_set_io_events(ch->io, events);
 }
 
 /* The owner hears of a failure here, from the loop; called once. */
@@ -225,7 +225,7 @@ static void channel_disconnect(struct ipc_channel *ch, int error)
 		cb(ch, error < 0 ? error : -ECONNRESET, ch->userdata);
 }
 
-static int channel_on_defer(struct event_source *s, void *userdata)
+static int channel_on_defer(struct loop_source *s, void *userdata)
 {
 	_cleanup_(channel_unrefp) struct ipc_channel *ch = channel_ref(userdata);
 
@@ -239,10 +239,10 @@ static int channel_arm_defer(struct ipc_channel *ch)
 
 	if (!ch->event || ch->defer)
 		return 0;
-	r = event_add_defer(ch->event, &ch->defer, channel_on_defer, ch);
+	r = loop_add_defer(ch->event, &ch->defer, channel_on_defer, ch);
 	if (r < 0)
 		return r;
-	return event_source_set_enabled(ch->defer, EVENT_ONESHOT);
+	return loop_source_set_enabled(ch->defer, LOOP_ONESHOT);
 }
 
 void ipc_channel_abort(struct ipc_channel *ch, int error)
@@ -517,7 +517,7 @@ static int channel_finish_connect(struct ipc_channel *ch, uint32_t revents)
 	return channel_update_events(ch);
 }
 
-static int channel_on_io(struct event_source *s, int fd, uint32_t revents, void *userdata)
+static int channel_on_io(struct loop_source *s, int fd, uint32_t revents, void *userdata)
 {
 	_cleanup_(channel_unrefp) struct ipc_channel *ch = channel_ref(userdata);
 	int r;
@@ -556,7 +556,7 @@ fail:
 	return 0;
 }
 
-int ipc_channel_attach_event(struct ipc_channel *ch, struct event *e)
+int ipc_channel_attach_event(struct ipc_channel *ch, struct loop *e)
 {
 	int r;
 
@@ -567,16 +567,16 @@ int ipc_channel_attach_event(struct ipc_channel *ch, struct event *e)
 	if (ch->state == CHANNEL_CLOSED)
 		return -ENOTCONN;
 
-	r = event_add_io(e, &ch->io, ch->fd, EPOLLIN, channel_on_io, ch);
+	r = loop_add_io(e, &ch->io, ch->fd, EPOLLIN, channel_on_io, ch);
 	if (r < 0)
 		return r;
-	ch->event = event_ref(e);
+	ch->event = loop_ref(e);
 	r = channel_update_events(ch);
 	if (r >= 0 && ch->pending_error)
 		r = channel_arm_defer(ch);
 	if (r < 0) {
-		ch->io = event_source_disable_unref(ch->io);
-		ch->event = event_unref(ch->event);
+		ch->io = loop_source_disable_unref(ch->io);
+		ch->event = loop_unref(ch->event);
 		return r;
 	}
 	return 0;

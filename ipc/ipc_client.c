@@ -335,7 +335,7 @@ struct ipc_client *ipc_client_free(struct ipc_client *c)
 	return client_unref(c);
 }
 
-int ipc_client_attach_event(struct ipc_client *c, struct event *e)
+int ipc_client_attach_event(struct ipc_client *c, struct loop *e)
 {
 	if (!c || c->closed)
 		return -EINVAL;

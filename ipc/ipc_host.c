@@ -41,14 +41,14 @@ struct host_service {
 
 struct host_listener {
 	int fd;
-	struct event_source *src;
+	struct loop_source *src;
 	char *unlink_path; /* filesystem sockets we created */
 };
 
 struct ipc_host {
 	unsigned n_ref;
 	bool closed;
-	struct event *event;
+	struct loop *event;
 
 	struct host_service *services;
 	size_t n_services;
@@ -93,7 +93,7 @@ static struct ipc_host *host_unref(struct ipc_host *h)
 		host_service_done(&h->services[i]);
 	free(h->services);
 	free(h->listeners);
-	event_unref(h->event);
+	loop_unref(h->event);
 	free(h);
 	return NULL;
 }
@@ -333,7 +333,7 @@ static int host_add_conn(struct ipc_host *h, int fd, struct ipc_conn **ret)
 	return 0;
 }
 
-static int host_on_accept(struct event_source *s, int fd, uint32_t revents, void *userdata)
+static int host_on_accept(struct loop_source *s, int fd, uint32_t revents, void *userdata)
 {
 	_cleanup_(host_unrefp) struct ipc_host *h = host_ref(userdata);
 
@@ -372,7 +372,7 @@ int ipc_host_new(struct ipc_host **ret)
 
 static void listener_close(struct host_listener *l)
 {
-	l->src = event_source_disable_unref(l->src);
+	l->src = loop_source_disable_unref(l->src);
 	closep(&l->fd);
 	l->fd = -EBADF;
 	if (l->unlink_path) {
@@ -398,10 +398,10 @@ struct ipc_host *ipc_host_free(struct ipc_host *h)
 
 static int listener_attach(struct ipc_host *h, struct host_listener *l)
 {
-	return event_add_io(h->event, &l->src, l->fd, EPOLLIN, host_on_accept, h);
+	return loop_add_io(h->event, &l->src, l->fd, EPOLLIN, host_on_accept, h);
 }
 
-int ipc_host_attach_event(struct ipc_host *h, struct event *e)
+int ipc_host_attach_event(struct ipc_host *h, struct loop *e)
 {
 	int r;
 
@@ -409,7 +409,7 @@ int ipc_host_attach_event(struct ipc_host *h, struct event *e)
 		return -EINVAL;
 	if (h->event)
 		return -EBUSY;
-	h->event = event_ref(e);
+	h->event = loop_ref(e);
 
 	for (size_t i = 0; i < h->n_listeners; i++) {
 		r = listener_attach(h, &h->listeners[i]);

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "event/event.h"
+#include "loop/loop.h"
 #include "probes/daemon.h"
 #include "probes/ds/ds.h"
 #include "probes/producer.h"
@@ -21,13 +21,13 @@
 #define BACKOFF_MAX_MS 30000u
 
 struct daemon {
-	struct event *event;
+	struct loop *event;
 	const char *address;
 	void **shared;                  /* each data-source kind's state (ds_registry) */
 	struct producer *producer;
-	struct event_source *retry;
-	struct event_source *reap;       /* frees a dead producer outside its callbacks */
-	struct event_source *watchdog;
+	struct loop_source *retry;
+	struct loop_source *reap;       /* frees a dead producer outside its callbacks */
+	struct loop_source *watchdog;
 	uint64_t watchdog_usec;
 	unsigned backoff_ms;
 	unsigned connections;
@@ -35,7 +35,7 @@ struct daemon {
 
 static int connect_now(struct daemon *d);
 
-static int on_retry(struct event_source *s, uint64_t usec, void *userdata)
+static int on_retry(struct loop_source *s, uint64_t usec, void *userdata)
 {
 	(void)connect_now(userdata);
 	return 0;
@@ -45,18 +45,18 @@ static void schedule_retry(struct daemon *d, unsigned delay_ms)
 {
 	int r;
 
-	d->retry = event_source_disable_unref(d->retry);
-	r = event_add_time_relative(d->event, &d->retry, CLOCK_MONOTONIC,
-				    (uint64_t)delay_ms * 1000, 10 * 1000, on_retry, d);
+	d->retry = loop_source_disable_unref(d->retry);
+	r = loop_add_time_relative(d->event, &d->retry, CLOCK_MONOTONIC,
+				   (uint64_t)delay_ms * 1000, 10 * 1000, on_retry, d);
 	if (r < 0)
 		log_error_errno(r, "Failed to arm the reconnect timer: %m");
 }
 
-static int on_reap(struct event_source *s, void *userdata)
+static int on_reap(struct loop_source *s, void *userdata)
 {
 	struct daemon *d = userdata;
 
-	d->reap = event_source_disable_unref(d->reap);
+	d->reap = loop_source_disable_unref(d->reap);
 	/* tears down every session: tracefs goes back to how we found it */
 	d->producer = producer_free(d->producer);
 	(void)notify_send("STATUS=Waiting for the tracing service");
@@ -77,7 +77,7 @@ static void on_disconnected(struct producer *p, int error, void *userdata)
 		d->backoff_ms = MIN(d->backoff_ms * 2, BACKOFF_MAX_MS);
 	}
 	d->connections = 0;
-	if (!d->reap && event_add_defer(d->event, &d->reap, on_reap, d) < 0)
+	if (!d->reap && loop_add_defer(d->event, &d->reap, on_reap, d) < 0)
 		log_error("Failed to schedule the producer teardown");
 }
 
@@ -140,7 +140,7 @@ static int connect_now(struct daemon *d)
 	};
 	int r;
 
-	d->retry = event_source_disable_unref(d->retry);
+	d->retry = loop_source_disable_unref(d->retry);
 	if (d->producer)
 		return 0;
 	r = producer_new(d->event, ds_registry, d->shared, &hooks, d, &d->producer);
@@ -157,13 +157,13 @@ static int connect_now(struct daemon *d)
 }
 
 /* Pinged at half the interval, as the service manager's own loops do. */
-static int on_watchdog(struct event_source *s, uint64_t usec, void *userdata)
+static int on_watchdog(struct loop_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
 
 	(void)notify_send("WATCHDOG=1");
-	(void)event_source_set_time(s, usec + d->watchdog_usec / 2);
-	return event_source_set_enabled(s, EVENT_ONESHOT);
+	(void)loop_source_set_time(s, usec + d->watchdog_usec / 2);
+	return loop_source_set_enabled(s, LOOP_ONESHOT);
 }
 
 static int setup_watchdog(struct daemon *d)
@@ -172,18 +172,18 @@ static int setup_watchdog(struct daemon *d)
 
 	if (r <= 0)
 		return r;
-	return event_add_time_relative(d->event, &d->watchdog, CLOCK_MONOTONIC, d->watchdog_usec / 2,
-				       0, on_watchdog, d);
+	return loop_add_time_relative(d->event, &d->watchdog, CLOCK_MONOTONIC, d->watchdog_usec / 2,
+				      0, on_watchdog, d);
 }
 
-static int on_terminate(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
+static int on_terminate(struct loop_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	log_info("Received %s, stopping", strsignal((int)si->ssi_signo));
 	(void)notify_send("STOPPING=1");
-	return event_exit(event_source_get_event(s), 0);
+	return loop_exit(loop_source_get_loop(s), 0);
 }
 
-static int on_hup(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
+static int on_hup(struct loop_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct daemon *d = userdata;
 
@@ -220,7 +220,7 @@ int daemon_main(int argc, char **argv)
 		{}
 	};
 	struct daemon d = { .backoff_ms = BACKOFF_MIN_MS };
-	struct event_source *sigs[4] = {};
+	struct loop_source *sigs[4] = {};
 	bool cleanup_only = false;
 	sigset_t mask;
 	int c, r;
@@ -275,13 +275,13 @@ int daemon_main(int argc, char **argv)
 	sigaddset(&mask, SIGPIPE);
 	(void)sigprocmask(SIG_BLOCK, &mask, NULL);
 
-	r = event_default(&d.event);
+	r = loop_default(&d.event);
 	if (r >= 0)
-		r = event_add_signal(d.event, &sigs[0], SIGTERM, on_terminate, &d);
+		r = loop_add_signal(d.event, &sigs[0], SIGTERM, on_terminate, &d);
 	if (r >= 0)
-		r = event_add_signal(d.event, &sigs[1], SIGINT, on_terminate, &d);
+		r = loop_add_signal(d.event, &sigs[1], SIGINT, on_terminate, &d);
 	if (r >= 0)
-		r = event_add_signal(d.event, &sigs[2], SIGHUP, on_hup, &d);
+		r = loop_add_signal(d.event, &sigs[2], SIGHUP, on_hup, &d);
 	if (r >= 0)
 		r = setup_watchdog(&d);
 	if (r >= 0)
@@ -293,17 +293,17 @@ int daemon_main(int argc, char **argv)
 	log_info("traced-probes %s starting; producer socket %s", TP_VERSION, d.address);
 	(void)notify_sendf("STATUS=Waiting for the tracing service at %s", d.address);
 	(void)connect_now(&d);
-	r = event_loop(d.event);
+	r = loop_run(d.event);
 	if (r < 0)
 		log_error_errno(r, "Event loop failed: %m");
 out:
-	d.reap = event_source_disable_unref(d.reap);
-	d.retry = event_source_disable_unref(d.retry);
-	d.watchdog = event_source_disable_unref(d.watchdog);
+	d.reap = loop_source_disable_unref(d.reap);
+	d.retry = loop_source_disable_unref(d.retry);
+	d.watchdog = loop_source_disable_unref(d.watchdog);
 	d.producer = producer_free(d.producer);
 	d.shared = ds_shared_free_all(d.shared);
 	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
-		sigs[i] = event_source_disable_unref(sigs[i]);
-	d.event = event_unref(d.event);
+		sigs[i] = loop_source_disable_unref(sigs[i]);
+	d.event = loop_unref(d.event);
 	return r < 0 ? 1 : 0;
 }

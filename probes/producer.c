@@ -35,7 +35,7 @@ const char *producer_default_socket(void)
 	return "/tmp/perfetto-producer";
 }
 
-int producer_new(struct event *e, const struct ds_ops *const *kinds, void *const *shared,
+int producer_new(struct loop *e, const struct ds_ops *const *kinds, void *const *shared,
 		 const struct producer_hooks *hooks, void *userdata, struct producer **ret)
 {
 	struct producer *p;
@@ -45,7 +45,7 @@ int producer_new(struct event *e, const struct ds_ops *const *kinds, void *const
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->event = event_ref(e);
+	p->event = loop_ref(e);
 	p->kinds = kinds;
 	p->shared = shared;
 	if (hooks)
@@ -61,11 +61,11 @@ struct producer *producer_free(struct producer *p)
 		return NULL;
 	/* every data source first: they restore tracefs and need the SMB */
 	producer_ds_destroy_all(p);
-	p->commit_source = event_source_disable_unref(p->commit_source);
+	p->commit_source = loop_source_disable_unref(p->commit_source);
 	p->client = ipc_client_free(p->client);
 	p->smb = smb_free(p->smb);
 	free(p->emulation_buf);
-	p->event = event_unref(p->event);
+	p->event = loop_unref(p->event);
 	free(p);
 	return NULL;
 }

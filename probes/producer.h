@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "event/event.h"
+#include "loop/loop.h"
 #include "probes/ds/ds.h"
 
 struct producer;
@@ -39,7 +39,7 @@ struct producer_hooks {
  *   ds_shared_new_all(); shared by every producer of the process and freed
  *   after the last of them.
  */
-int producer_new(struct event *e, const struct ds_ops *const *kinds, void *const *shared,
+int producer_new(struct loop *e, const struct ds_ops *const *kinds, void *const *shared,
 		 const struct producer_hooks *hooks, void *userdata, struct producer **ret);
 
 /**

@@ -199,11 +199,11 @@ out:
 	return r;
 }
 
-static int on_commit_soon(struct event_source *s, void *userdata)
+static int on_commit_soon(struct loop_source *s, void *userdata)
 {
 	struct producer *p = userdata;
 
-	(void)event_source_set_enabled(s, EVENT_OFF);
+	(void)loop_source_set_enabled(s, LOOP_OFF);
 	(void)producer_commit(p, 0);
 	return 0;
 }
@@ -211,12 +211,12 @@ static int on_commit_soon(struct event_source *s, void *userdata)
 void producer_commit_soon(struct producer *p)
 {
 	if (!p->commit_source) {
-		if (event_add_defer(p->event, &p->commit_source, on_commit_soon, p) < 0) {
+		if (loop_add_defer(p->event, &p->commit_source, on_commit_soon, p) < 0) {
 			(void)producer_commit(p, 0);
 			return;
 		}
 	}
-	(void)event_source_set_enabled(p->commit_source, EVENT_ONESHOT);
+	(void)loop_source_set_enabled(p->commit_source, LOOP_ONESHOT);
 }
 
 /* Half the SMB is waiting: commit now rather than at the end of the pass. */

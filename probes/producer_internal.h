@@ -48,7 +48,7 @@ struct producer_ds {
 };
 
 struct producer {
-	struct event *event;
+	struct loop *event;
 	const struct ds_ops *const *kinds;    /* NULL-terminated */
 	void *const *shared;                  /* indexed like kinds, or NULL */
 	struct producer_hooks hooks;
@@ -64,7 +64,7 @@ struct producer {
 
 	struct smb *smb;
 	void *emulation_buf;
-	struct event_source *commit_source;   /* deferred commit after a burst of writes */
+	struct loop_source *commit_source;   /* deferred commit after a burst of writes */
 	uint64_t pending_flush_id;        /* highest flush to acknowledge */
 	bool in_commit;
 	bool final_flush;                 /* producer_set_final_flush() */

@@ -46,7 +46,7 @@ struct recorder {
 	uint64_t svc_cpu_ns;
 
 	/* main thread */
-	struct event *event;
+	struct loop *event;
 	void **shared;           /* each data-source kind's state (ds_registry) */
 	struct producer *producer;
 	int producer_error;
@@ -61,18 +61,18 @@ struct recorder {
 	 * the service is given no duration of its own.
 	 */
 	uint64_t duration_ms;
-	struct event_source *duration_timer;
+	struct loop_source *duration_timer;
 	uint64_t tracing_ns;     /* CLOCK_MONOTONIC when the last data source started; 0: not yet */
-	struct event_source *status_timer;
+	struct loop_source *status_timer;
 	bool status_shown;       /* a status line is on the terminal */
 };
 
 struct svc_ctx {
 	struct recorder *rec;
-	struct event *event;
+	struct loop *event;
 	struct svc *svc;
 	struct svc_session *session;
-	struct event_source *register_timeout;
+	struct loop_source *register_timeout;
 };
 
 void recorder_options_init(struct recorder_options *o)
@@ -101,7 +101,7 @@ static void on_session_done(struct svc_session *ss, int error, void *userdata)
 
 	ctx->rec->session_error = error;
 	(void)svc_session_get_stats(ss, &ctx->rec->svc_stats);
-	(void)event_exit(ctx->event, 0);
+	(void)loop_exit(ctx->event, 0);
 	(void)write(ctx->rec->done_efd, &one, sizeof(one));
 }
 
@@ -112,14 +112,14 @@ static void start_session(struct svc_ctx *ctx)
 
 	if (ctx->session)
 		return;
-	ctx->register_timeout = event_source_disable_unref(ctx->register_timeout);
+	ctx->register_timeout = loop_source_disable_unref(ctx->register_timeout);
 	r = svc_session_start(ctx->svc, ctx->rec->cfg, ctx->rec->out_fd, &hooks, ctx, &ctx->session);
 	if (r < 0) {
 		uint64_t one = 1;
 
 		log_error_errno(r, "Failed to start the tracing session: %m");
 		ctx->rec->session_error = r;
-		(void)event_exit(ctx->event, 0);
+		(void)loop_exit(ctx->event, 0);
 		(void)write(ctx->rec->done_efd, &one, sizeof(one));
 		return;
 	}
@@ -134,14 +134,14 @@ static void on_producer_change(struct svc *s, void *userdata)
 		start_session(ctx);
 }
 
-static int on_register_timeout(struct event_source *src, uint64_t usec, void *userdata)
+static int on_register_timeout(struct loop_source *src, uint64_t usec, void *userdata)
 {
 	log_warning("Not every data source of the config registered in time; recording what is there");
 	start_session(userdata);
 	return 0;
 }
 
-static int on_stop_request(struct event_source *src, int fd, uint32_t revents, void *userdata)
+static int on_stop_request(struct loop_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct svc_ctx *ctx = userdata;
 	uint64_t v;
@@ -157,11 +157,11 @@ static int on_stop_request(struct event_source *src, int fd, uint32_t revents, v
 static void *svc_thread_main(void *userdata)
 {
 	struct svc_ctx ctx = { .rec = userdata };
-	struct event_source *stop_src = NULL;
+	struct loop_source *stop_src = NULL;
 	struct timespec ts;
 	int r;
 
-	r = event_new(&ctx.event);
+	r = loop_new(&ctx.event);
 	if (r >= 0)
 		r = svc_new(ctx.event, NULL, &ctx.svc);
 	if (r >= 0) {
@@ -169,12 +169,12 @@ static void *svc_thread_main(void *userdata)
 		r = svc_adopt_connection(ctx.svc, TAKE_FD(ctx.rec->svc_sock));
 	}
 	if (r >= 0)
-		r = event_add_io(ctx.event, &stop_src, ctx.rec->stop_efd, EPOLLIN, on_stop_request, &ctx);
+		r = loop_add_io(ctx.event, &stop_src, ctx.rec->stop_efd, EPOLLIN, on_stop_request, &ctx);
 	if (r >= 0)
-		r = event_add_time_relative(ctx.event, &ctx.register_timeout, CLOCK_MONOTONIC,
-					    REGISTER_TIMEOUT_US, 0, on_register_timeout, &ctx);
+		r = loop_add_time_relative(ctx.event, &ctx.register_timeout, CLOCK_MONOTONIC,
+					   REGISTER_TIMEOUT_US, 0, on_register_timeout, &ctx);
 	if (r >= 0)
-		r = event_loop(ctx.event);
+		r = loop_run(ctx.event);
 	if (r < 0) {
 		uint64_t one = 1;
 
@@ -185,10 +185,10 @@ static void *svc_thread_main(void *userdata)
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
 		ctx.rec->svc_cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	ctx.session = svc_session_free(ctx.session);
-	ctx.register_timeout = event_source_disable_unref(ctx.register_timeout);
-	stop_src = event_source_disable_unref(stop_src);
+	ctx.register_timeout = loop_source_disable_unref(ctx.register_timeout);
+	stop_src = loop_source_disable_unref(stop_src);
 	ctx.svc = svc_free(ctx.svc);
-	ctx.event = event_unref(ctx.event);
+	ctx.event = loop_unref(ctx.event);
 	return NULL;
 }
 
@@ -226,7 +226,7 @@ static void add_live(const struct ds_report *r, void *userdata)
 }
 
 /* One line, redrawn in place: how far the recording has come. */
-static int on_status(struct event_source *s, uint64_t usec, void *userdata)
+static int on_status(struct loop_source *s, uint64_t usec, void *userdata)
 {
 	struct recorder *rec = userdata;
 	struct live_totals t = { 0 };
@@ -248,12 +248,12 @@ static int on_status(struct event_source *s, uint64_t usec, void *userdata)
 		fflush(stderr);
 		rec->status_shown = true;
 	}
-	(void)event_source_set_time_relative(s, STATUS_PERIOD_US);
-	(void)event_source_set_enabled(s, EVENT_ONESHOT);
+	(void)loop_source_set_time_relative(s, STATUS_PERIOD_US);
+	(void)loop_source_set_enabled(s, LOOP_ONESHOT);
 	return 0;
 }
 
-static int on_duration(struct event_source *s, uint64_t usec, void *userdata)
+static int on_duration(struct loop_source *s, uint64_t usec, void *userdata)
 {
 	struct recorder *rec = userdata;
 
@@ -279,12 +279,12 @@ static void on_ds_started(struct producer *p, const char *name, void *userdata)
 	(void)name;
 	rec->tracing_ns = now_ns(CLOCK_MONOTONIC);
 	if (rec->duration_timer && rec->duration_ms && !rec->stopping) {
-		(void)event_source_set_time_relative(rec->duration_timer, rec->duration_ms * 1000);
-		(void)event_source_set_enabled(rec->duration_timer, EVENT_ONESHOT);
+		(void)loop_source_set_time_relative(rec->duration_timer, rec->duration_ms * 1000);
+		(void)loop_source_set_enabled(rec->duration_timer, LOOP_ONESHOT);
 	}
 }
 
-static int on_signal(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
+static int on_signal(struct loop_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct recorder *rec = userdata;
 
@@ -297,17 +297,17 @@ static int on_signal(struct event_source *s, const struct signalfd_siginfo *si, 
 	} else {
 		log_warning("Aborting: the trace file will be incomplete");
 		rec->session_error = -EINTR;
-		(void)event_exit(event_source_get_event(s), 0);
+		(void)loop_exit(loop_source_get_loop(s), 0);
 	}
 	return 0;
 }
 
-static int on_done(struct event_source *s, int fd, uint32_t revents, void *userdata)
+static int on_done(struct loop_source *s, int fd, uint32_t revents, void *userdata)
 {
 	uint64_t v;
 
 	(void)read(fd, &v, sizeof(v));
-	return event_exit(event_source_get_event(s), 0);
+	return loop_exit(loop_source_get_loop(s), 0);
 }
 
 /* The report lives only during the call: keep a copy with its own cpu[]. */
@@ -447,7 +447,7 @@ int recorder_run(const struct recorder_options *o)
 {
 	struct recorder rec = { .opts = o, .out_fd = -EBADF, .svc_sock = -EBADF, .stop_efd = -EBADF,
 				.done_efd = -EBADF };
-	struct event_source *sig_int = NULL, *sig_term = NULL, *done_src = NULL;
+	struct loop_source *sig_int = NULL, *sig_term = NULL, *done_src = NULL;
 	bool status = !o->quiet && isatty(STDERR_FILENO);
 	char err[512] = "";
 	int sv[2] = { -EBADF, -EBADF };
@@ -486,13 +486,13 @@ int recorder_run(const struct recorder_options *o)
 	}
 	rec.svc_sock = sv[1];
 
-	r = event_new(&rec.event);
+	r = loop_new(&rec.event);
 	if (r >= 0)
-		r = event_add_signal(rec.event, &sig_int, SIGINT, on_signal, &rec);
+		r = loop_add_signal(rec.event, &sig_int, SIGINT, on_signal, &rec);
 	if (r >= 0)
-		r = event_add_signal(rec.event, &sig_term, SIGTERM, on_signal, &rec);
+		r = loop_add_signal(rec.event, &sig_term, SIGTERM, on_signal, &rec);
 	if (r >= 0)
-		r = event_add_io(rec.event, &done_src, rec.done_efd, EPOLLIN, on_done, &rec);
+		r = loop_add_io(rec.event, &done_src, rec.done_efd, EPOLLIN, on_done, &rec);
 	/*
 	 * -t counts from the moment a data source starts (the timer is re-armed
 	 * then).  Until then it is a bound on the whole wait: the session only
@@ -501,12 +501,12 @@ int recorder_run(const struct recorder_options *o)
 	 * recording.
 	 */
 	if (r >= 0 && rec.duration_ms)
-		r = event_add_time_relative(rec.event, &rec.duration_timer, CLOCK_MONOTONIC,
-					    rec.duration_ms * 1000 + REGISTER_TIMEOUT_US, 0,
-					    on_duration, &rec);
+		r = loop_add_time_relative(rec.event, &rec.duration_timer, CLOCK_MONOTONIC,
+					   rec.duration_ms * 1000 + REGISTER_TIMEOUT_US, 0,
+					   on_duration, &rec);
 	if (r >= 0 && status)
-		r = event_add_time_relative(rec.event, &rec.status_timer, CLOCK_MONOTONIC,
-					    STATUS_PERIOD_US, 0, on_status, &rec);
+		r = loop_add_time_relative(rec.event, &rec.status_timer, CLOCK_MONOTONIC,
+					   STATUS_PERIOD_US, 0, on_status, &rec);
 	if (r >= 0)
 		r = ds_shared_new_all(rec.event, &rec.shared);
 	if (r >= 0) {
@@ -541,7 +541,7 @@ int recorder_run(const struct recorder_options *o)
 	else if (!o->quiet)
 		fprintf(stderr, "Recording into %s until Ctrl-C...\n", o->output);
 	rec.start_ns = now_ns(CLOCK_MONOTONIC);
-	r = event_loop(rec.event);
+	r = loop_run(rec.event);
 	rec.end_ns = now_ns(CLOCK_MONOTONIC);
 	status_erase(&rec);
 	if (r < 0)
@@ -590,12 +590,12 @@ out:
 	rec.shared = ds_shared_free_all(rec.shared);
 	for (size_t i = 0; i < rec.n_reports; i++)
 		ds_report_done(&rec.reports[i]);
-	rec.duration_timer = event_source_disable_unref(rec.duration_timer);
-	rec.status_timer = event_source_disable_unref(rec.status_timer);
-	sig_int = event_source_disable_unref(sig_int);
-	sig_term = event_source_disable_unref(sig_term);
-	done_src = event_source_disable_unref(done_src);
-	rec.event = event_unref(rec.event);
+	rec.duration_timer = loop_source_disable_unref(rec.duration_timer);
+	rec.status_timer = loop_source_disable_unref(rec.status_timer);
+	sig_int = loop_source_disable_unref(sig_int);
+	sig_term = loop_source_disable_unref(sig_term);
+	done_src = loop_source_disable_unref(done_src);
+	rec.event = loop_unref(rec.event);
 	if (sv[0] >= 0)
 		(void)close(sv[0]);
 	if (rec.svc_sock >= 0)

@@ -10,7 +10,7 @@
  * every producer packet.
  *
  * There is no consumer socket: the embedding program starts and stops
- * sessions through this API.  Everything runs on the caller's struct event loop,
+ * sessions through this API.  Everything runs on the caller's struct loop,
  * single-threaded, with no global state, so several services may run in one
  * process on different threads, each with its own loop.
  *
@@ -54,7 +54,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "event/event.h"
+#include "loop/loop.h"
 
 #include "protos/perfetto/config/trace_config.pb-c.h"
 
@@ -81,7 +81,7 @@ struct svc_options {
  * @o: may be NULL for the defaults.
  * Returns: 0 or -ENOMEM/-EINVAL.
  */
-int svc_new(struct event *e, const struct svc_options *o, struct svc **ret);
+int svc_new(struct loop *e, const struct svc_options *o, struct svc **ret);
 
 /**
  * svc_free - close every connection and listening socket; sessions still

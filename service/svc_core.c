@@ -51,12 +51,12 @@ static int on_invoke(struct ipc_conn *conn, uint32_t method_id, const uint8_t *a
 	return svc_port_call(p, method_id, args, len, reply);
 }
 
-static int on_out_defer(struct event_source *es, void *userdata)
+static int on_out_defer(struct loop_source *es, void *userdata)
 {
 	struct svc *s = userdata;
 	struct svc_producer *p, *next;
 
-	(void)event_source_set_enabled(es, EVENT_OFF);
+	(void)loop_source_set_enabled(es, LOOP_OFF);
 	for (p = s->producers_head; p; p = next) {
 		next = p->producers_next;
 		svc_producer_flush_outbox(p);
@@ -64,7 +64,7 @@ static int on_out_defer(struct event_source *es, void *userdata)
 	return 0;
 }
 
-int svc_new(struct event *e, const struct svc_options *o, struct svc **ret)
+int svc_new(struct loop *e, const struct svc_options *o, struct svc **ret)
 {
 	_cleanup_(svc_freep) struct svc *s = NULL;
 	int r;
@@ -74,7 +74,7 @@ int svc_new(struct event *e, const struct svc_options *o, struct svc **ret)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->event = event_ref(e);
+	s->event = loop_ref(e);
 	if (o)
 		s->opts = *o;
 	if (s->opts.max_producers == 0 || s->opts.max_producers > SVC_MAX_PRODUCER_ID)
@@ -82,11 +82,11 @@ int svc_new(struct event *e, const struct svc_options *o, struct svc **ret)
 	if (s->opts.snapshot_interval_ms == 0)
 		s->opts.snapshot_interval_ms = SVC_DEFAULT_SNAPSHOT_MS;
 
-	r = event_add_defer(e, &s->out_defer, on_out_defer, s);
+	r = loop_add_defer(e, &s->out_defer, on_out_defer, s);
 	if (r < 0)
 		return r;
-	(void)event_source_set_enabled(s->out_defer, EVENT_OFF);
-	(void)event_source_set_description(s->out_defer, "svc-out");
+	(void)loop_source_set_enabled(s->out_defer, LOOP_OFF);
+	(void)loop_source_set_description(s->out_defer, "svc-out");
 
 	r = ipc_host_new(&s->host);
 	if (r < 0)
@@ -126,8 +126,8 @@ struct svc *svc_free(struct svc *s)
 		SVC_LIST_REMOVE(sessions, s, ss);
 		ss->svc = NULL;
 	}
-	s->out_defer = event_source_disable_unref(s->out_defer);
-	event_unref(s->event);
+	s->out_defer = loop_source_disable_unref(s->out_defer);
+	loop_unref(s->event);
 	free(s);
 	return NULL;
 }

@@ -16,7 +16,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "event/event.h"
+#include "loop/loop.h"
 
 #include <string.h>
 
@@ -196,7 +196,7 @@ struct svc_flush {
 	bool success;
 	uint16_t *producers;        /* still to ack */
 	size_t n_producers;
-	struct event_source *timer;
+	struct loop_source *timer;
 	void (*cb)(struct svc_session *ss, bool ok, void *userdata);
 	void *userdata;
 	bool final;                 /* the flush before stopping */
@@ -244,16 +244,16 @@ struct svc_session {
 	uint64_t max_file_size;
 	int final_flush_outcome;  /* 0 unspecified, 1 ok, 2 failed */
 
-	struct event_source *duration_timer;
-	struct event_source *stop_timer;
-	struct event_source *flush_period_timer;
-	struct event_source *clear_timer;
-	struct event_source *snapshot_timer;
-	struct event_source *all_started_timer;
-	struct event_source *flush_defer;   /* completes acked / timed out flushes */
-	struct event_source *end_defer;     /* disables after a write error / size cap */
-	event_handler_t end_handler;        /* end_defer's, installed by svc_session.c */
-	struct event_source *done_defer;    /* runs the done hook */
+	struct loop_source *duration_timer;
+	struct loop_source *stop_timer;
+	struct loop_source *flush_period_timer;
+	struct loop_source *clear_timer;
+	struct loop_source *snapshot_timer;
+	struct loop_source *all_started_timer;
+	struct loop_source *flush_defer;   /* completes acked / timed out flushes */
+	struct loop_source *end_defer;     /* disables after a write error / size cap */
+	loop_handler_t end_handler;        /* end_defer's, installed by svc_session.c */
+	struct loop_source *done_defer;    /* runs the done hook */
 	bool write_stopped;
 	bool end_immediately;
 	bool released;                  /* buffers handed back */
@@ -316,10 +316,10 @@ struct svc_producer {
 };
 
 struct svc {
-	struct event *event;
+	struct loop *event;
 	struct svc_options opts;
 	struct ipc_host *host;
-	struct event_source *out_defer;
+	struct loop_source *out_defer;
 
 	SVC_LIST_HEAD(struct svc_producer, producers);
 	SVC_LIST_HEAD(struct svc_ds_reg, regs);
@@ -370,19 +370,19 @@ static inline uint64_t svc_now_boot_ns(void)
 
 /* Arm a defer source of @ss's loop with @cb(@ss), creating it on first use.
  * Returns -ESHUTDOWN once the service is gone. */
-static inline int svc_session_arm_defer(struct svc_session *ss, struct event_source **src,
-					event_handler_t cb)
+static inline int svc_session_arm_defer(struct svc_session *ss, struct loop_source **src,
+					loop_handler_t cb)
 {
 	int r;
 
 	if (!ss->svc)
 		return -ESHUTDOWN;
 	if (!*src) {
-		r = event_add_defer(ss->svc->event, src, cb, ss);
+		r = loop_add_defer(ss->svc->event, src, cb, ss);
 		if (r < 0)
 			return r;
 	}
-	return event_source_set_enabled(*src, EVENT_ONESHOT);
+	return loop_source_set_enabled(*src, LOOP_ONESHOT);
 }
 
 /* ---- svc_shm.c --------------------------------------------------------- */
@@ -465,12 +465,12 @@ void svc_commit_apply(struct svc_producer *p, const Perfetto__Protos__CommitData
 
 /* ---- what the svc_session*.c files share ------------------------------- */
 /* (Re)arm *@src as a one-shot timer @ms from now. */
-static inline int svc_session_arm_timer(struct svc_session *ss, struct event_source **src, uint64_t ms,
-					event_time_handler_t cb, void *userdata)
+static inline int svc_session_arm_timer(struct svc_session *ss, struct loop_source **src, uint64_t ms,
+					loop_time_handler_t cb, void *userdata)
 {
-	*src = event_source_disable_unref(*src);
-	return event_add_time_relative(ss->svc->event, src, CLOCK_MONOTONIC, ms * 1000, 1000, cb,
-				       userdata);
+	*src = loop_source_disable_unref(*src);
+	return loop_add_time_relative(ss->svc->event, src, CLOCK_MONOTONIC, ms * 1000, 1000, cb,
+				      userdata);
 }
 
 /* A deep copy of @m (through its wire form), or NULL when out of memory. */

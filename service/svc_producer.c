@@ -137,7 +137,7 @@ int svc_producer_send_command(struct svc_producer *p, const Perfetto__Protos__Ge
 void svc_producer_queue(struct svc_producer *p, struct svc_out *out)
 {
 	SVC_LIST_APPEND(outs, p, out);
-	(void)event_source_set_enabled(p->svc->out_defer, EVENT_ONESHOT);
+	(void)loop_source_set_enabled(p->svc->out_defer, LOOP_ONESHOT);
 }
 
 void svc_producer_bind_async(struct svc_producer *p, struct ipc_reply *reply)

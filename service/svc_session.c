@@ -28,28 +28,28 @@
 
 /* ---- timers --------------------------------------------------------------- */
 
-static int rearm(struct event_source *es, uint64_t ms)
+static int rearm(struct loop_source *es, uint64_t ms)
 {
-	int r = event_source_set_time_relative(es, ms * 1000);
+	int r = loop_source_set_time_relative(es, ms * 1000);
 
 	if (r < 0)
 		return r;
-	return event_source_set_enabled(es, EVENT_ONESHOT);
+	return loop_source_set_enabled(es, LOOP_ONESHOT);
 }
 
 /* traced aligns periodic tasks to multiples of the period on the wall clock. */
-static int arm_periodic(struct svc_session *ss, struct event_source **src, uint32_t period_ms,
-			event_time_handler_t cb)
+static int arm_periodic(struct svc_session *ss, struct loop_source **src, uint32_t period_ms,
+			loop_time_handler_t cb)
 {
-	*src = event_source_disable_unref(*src);
-	return event_add_periodic(ss->svc->event, src, period_ms, /* first_now= */ false, cb, ss);
+	*src = loop_source_disable_unref(*src);
+	return loop_add_periodic(ss->svc->event, src, period_ms, /* first_now= */ false, cb, ss);
 }
 
 /* ---- the end of writing --------------------------------------------------- */
 
 /* ss->end_handler: svc_output.c arms it when the file stops taking writes
  * (a write error, or max_file_size_bytes). */
-static int on_end_defer(struct event_source *es, void *userdata)
+static int on_end_defer(struct loop_source *es, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
@@ -80,7 +80,7 @@ int svc_session_stop(struct svc_session *ss)
 
 /* ---- periodic tasks --------------------------------------------------- */
 
-static int on_duration(struct event_source *es, uint64_t usec, void *userdata)
+static int on_duration(struct loop_source *es, uint64_t usec, void *userdata)
 {
 	(void)es;
 	(void)usec;
@@ -88,7 +88,7 @@ static int on_duration(struct event_source *es, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static int on_snapshot(struct event_source *es, uint64_t usec, void *userdata)
+static int on_snapshot(struct loop_source *es, uint64_t usec, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
@@ -104,24 +104,24 @@ static int on_snapshot(struct event_source *es, uint64_t usec, void *userdata)
 	return rearm(es, ss->svc->opts.snapshot_interval_ms);
 }
 
-static int on_flush_period(struct event_source *es, uint64_t usec, void *userdata)
+static int on_flush_period(struct loop_source *es, uint64_t usec, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
 	(void)usec;
 	if (ss->state != SVC_SESSION_STARTED)
-		return event_source_set_enabled(es, EVENT_OFF);
+		return loop_source_set_enabled(es, LOOP_OFF);
 	(void)svc_session_flush_start(ss, SVC_FLUSH_REASON_PERIODIC | SVC_FLUSH_INITIATOR_TRACED, false, NULL, NULL);
 	return 0;
 }
 
-static int on_clear_period(struct event_source *es, uint64_t usec, void *userdata)
+static int on_clear_period(struct loop_source *es, uint64_t usec, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
 	(void)usec;
 	if (ss->state != SVC_SESSION_STARTED)
-		return event_source_set_enabled(es, EVENT_OFF);
+		return loop_source_set_enabled(es, LOOP_OFF);
 	for (struct svc_ds_inst *i = ss->insts_head; i;) {
 		Perfetto__Protos__GetAsyncCommandResponse cmd = PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__INIT;
 		Perfetto__Protos__GetAsyncCommandResponse__ClearIncrementalState cl =
@@ -150,7 +150,7 @@ static bool inst_not_started(const struct svc_ds_inst *i, const void *arg)
 	return i->state != SVC_DS_STARTED;
 }
 
-static int on_all_started_timeout(struct event_source *es, uint64_t usec, void *userdata)
+static int on_all_started_timeout(struct loop_source *es, uint64_t usec, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
@@ -422,9 +422,9 @@ struct svc_session *svc_session_free(struct svc_session *ss)
 		svc_session_flush_free(f);
 	}
 	svc_session_disable_timers(ss);
-	ss->flush_defer = event_source_disable_unref(ss->flush_defer);
-	ss->end_defer = event_source_disable_unref(ss->end_defer);
-	ss->done_defer = event_source_disable_unref(ss->done_defer);
+	ss->flush_defer = loop_source_disable_unref(ss->flush_defer);
+	ss->end_defer = loop_source_disable_unref(ss->end_defer);
+	ss->done_defer = loop_source_disable_unref(ss->done_defer);
 	if (s && (ss->sessions_prev || s->sessions_head == ss))
 		SVC_LIST_REMOVE(sessions, s, ss);
 	if (ss->config)
@@ -452,7 +452,7 @@ void svc_session_abort_all(struct svc *s)
 			svc_session_disable(ss, /* immediately= */ true);
 			svc_session_disable_finish(ss);
 		}
-		ss->done_defer = event_source_disable_unref(ss->done_defer);
+		ss->done_defer = loop_source_disable_unref(ss->done_defer);
 		ss->done_notified = true;
 		if (ss->hooks.done)
 			ss->hooks.done(ss, ss->error, ss->userdata);

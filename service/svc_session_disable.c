@@ -38,7 +38,7 @@ void svc_session_disable_ds_done(struct svc_session *ss, struct svc_ds_inst *ins
 		svc_session_disable_finish(ss);
 }
 
-static int on_done_defer(struct event_source *es, void *userdata)
+static int on_done_defer(struct loop_source *es, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
@@ -66,12 +66,12 @@ void svc_session_disable_buffers(struct svc_session *ss)
 
 void svc_session_disable_timers(struct svc_session *ss)
 {
-	ss->duration_timer = event_source_disable_unref(ss->duration_timer);
-	ss->stop_timer = event_source_disable_unref(ss->stop_timer);
-	ss->flush_period_timer = event_source_disable_unref(ss->flush_period_timer);
-	ss->clear_timer = event_source_disable_unref(ss->clear_timer);
-	ss->snapshot_timer = event_source_disable_unref(ss->snapshot_timer);
-	ss->all_started_timer = event_source_disable_unref(ss->all_started_timer);
+	ss->duration_timer = loop_source_disable_unref(ss->duration_timer);
+	ss->stop_timer = loop_source_disable_unref(ss->stop_timer);
+	ss->flush_period_timer = loop_source_disable_unref(ss->flush_period_timer);
+	ss->clear_timer = loop_source_disable_unref(ss->clear_timer);
+	ss->snapshot_timer = loop_source_disable_unref(ss->snapshot_timer);
+	ss->all_started_timer = loop_source_disable_unref(ss->all_started_timer);
 }
 
 /* traced's DisableTracingNotifyConsumerAndFlushFile, plus the final read. */
@@ -112,7 +112,7 @@ void svc_session_disable_finish(struct svc_session *ss)
 		(void)svc_session_arm_defer(ss, &ss->done_defer, on_done_defer);
 }
 
-static int on_stop_timeout(struct event_source *es, uint64_t usec, void *userdata)
+static int on_stop_timeout(struct loop_source *es, uint64_t usec, void *userdata)
 {
 	struct svc_session *ss = userdata;
 
@@ -145,7 +145,7 @@ void svc_session_disable(struct svc_session *ss, bool immediately)
 	for (struct svc_ds_inst *i = ss->insts_head; i; i = i->insts_next)
 		if (i->state != SVC_DS_STOPPED && i->state != SVC_DS_STOPPING)
 			svc_session_disable_ds(i, immediately);
-	ss->snapshot_timer = event_source_disable_unref(ss->snapshot_timer);
+	ss->snapshot_timer = loop_source_disable_unref(ss->snapshot_timer);
 	if (all_stopped(ss)) {
 		svc_session_disable_finish(ss);
 		return;

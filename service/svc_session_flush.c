@@ -12,13 +12,13 @@ struct svc_flush *svc_session_flush_free(struct svc_flush *f)
 {
 	if (!f)
 		return NULL;
-	event_source_disable_unref(f->timer);
+	loop_source_disable_unref(f->timer);
 	free(f->producers);
 	free(f);
 	return NULL;
 }
 
-static int on_flush_defer(struct event_source *es, void *userdata)
+static int on_flush_defer(struct loop_source *es, void *userdata)
 {
 	struct svc_session *ss = userdata;
 	struct svc_flush *f;
@@ -64,7 +64,7 @@ static void flush_complete_later(struct svc_flush *f, bool success)
 {
 	f->completed = true;
 	f->success = success;
-	f->timer = event_source_disable_unref(f->timer);
+	f->timer = loop_source_disable_unref(f->timer);
 	(void)svc_session_arm_defer(f->session, &f->session->flush_defer, on_flush_defer);
 }
 
@@ -78,7 +78,7 @@ static bool inst_of_pending_producer(const struct svc_ds_inst *i, const void *ar
 	return false;
 }
 
-static int on_flush_timeout(struct event_source *es, uint64_t usec, void *userdata)
+static int on_flush_timeout(struct loop_source *es, uint64_t usec, void *userdata)
 {
 	struct svc_flush *f = userdata;
 	struct svc_session *ss = f->session;

@@ -24,7 +24,7 @@
 
 #include "protos/pbw.h"
 
-struct event;
+struct loop;
 struct Perfetto__Protos__DataSourceConfig;
 struct Perfetto__Protos__DataSourceDescriptor;
 
@@ -55,7 +55,7 @@ struct ds_host {
 
 /* Everything an instance is given at setup; copied by the instance. */
 struct ds_env {
-	struct event *event;
+	struct loop *event;
 	void *shared;                 /* the kind's process-wide state (ops->shared_new), or NULL */
 	uint64_t instance_id;         /* DataSourceInstanceID */
 	uint64_t tracing_session_id;  /* TracingSessionID */
@@ -110,7 +110,7 @@ struct ds_ops {
 	 * tracefs directories that every session shares), created once by
 	 * whoever runs producers (daemon, record) and handed to every instance.
 	 */
-	int (*shared_new)(struct event *e, void **ret);
+	int (*shared_new)(struct loop *e, void **ret);
 	void *(*shared_free)(void *shared);
 	/*
 	 * Optional: undo what a dead process of ours left behind (kernel state);
@@ -163,7 +163,7 @@ const struct ds_ops *ds_find(const char *name);
  * indexed like ds_registry (NULL where a kind has none), for producer_new().
  * Returns: 0, or the first kind's -errno (nothing is left allocated).
  */
-int ds_shared_new_all(struct event *e, void ***ret);
+int ds_shared_new_all(struct loop *e, void ***ret);
 
 /**
  * ds_shared_free_all - free what ds_shared_new_all() made, once every

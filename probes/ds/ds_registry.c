@@ -44,7 +44,7 @@ static size_t registry_len(void)
 	return n;
 }
 
-int ds_shared_new_all(struct event *e, void ***ret)
+int ds_shared_new_all(struct loop *e, void ***ret)
 {
 	size_t n = registry_len();
 	void **shared;

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "event/event.h"
+#include "loop/loop.h"
 
 struct ds_ops;
 struct pbw_sink;
@@ -77,7 +77,7 @@ struct procfs_ds_stats {
  *     100; the cache is cleared every max(ttl / poll, 1) ticks.
  * Returns: 0, -EINVAL, -ENOMEM.
  */
-int procfs_ds_setup(struct event *e, uint64_t instance_id, uint64_t tracing_session_id,
+int procfs_ds_setup(struct loop *e, uint64_t instance_id, uint64_t tracing_session_id,
 		    const struct Perfetto__Protos__ProcessStatsConfig *cfg, const struct pbw_sink *sink,
 		    struct procfs_ds **ret);
 

@@ -45,7 +45,7 @@ static void apply_config(struct procfs_ds *ds, const Perfetto__Protos__ProcessSt
 	}
 }
 
-int procfs_ds_setup(struct event *e, uint64_t instance_id, uint64_t tracing_session_id,
+int procfs_ds_setup(struct loop *e, uint64_t instance_id, uint64_t tracing_session_id,
 		    const Perfetto__Protos__ProcessStatsConfig *cfg, const struct pbw_sink *sink,
 		    struct procfs_ds **ret)
 {
@@ -72,7 +72,7 @@ int procfs_ds_setup(struct event *e, uint64_t instance_id, uint64_t tracing_sess
 		return -EINVAL;
 	}
 	if (e)
-		ds->event = event_ref(e);
+		ds->event = loop_ref(e);
 
 	hz = sysconf(_SC_CLK_TCK);
 	ds->ns_per_tick = hz > 0 ? UINT64_C(1000000000) / (uint64_t)hz : UINT64_C(10000000);
@@ -105,7 +105,7 @@ void procfs_ds_set_rescan_on_clear(struct procfs_ds *ds, bool enable)
 		ds->rescan_on_clear = enable;
 }
 
-static int on_poll_timer(struct event_source *s, uint64_t usec, void *userdata)
+static int on_poll_timer(struct loop_source *s, uint64_t usec, void *userdata)
 {
 	struct procfs_ds *ds = userdata;
 
@@ -132,11 +132,11 @@ int procfs_ds_start(struct procfs_ds *ds)
 		/* The first tick runs on the next loop iteration, as a posted task;
 		 * the next ones on the wall-clock multiples of the period, as
 		 * Perfetto aligns its ticks. */
-		r = event_add_periodic(ds->event, &ds->poll_timer, ds->poll_ms,
-				       /* first_now= */ true, on_poll_timer, ds);
+		r = loop_add_periodic(ds->event, &ds->poll_timer, ds->poll_ms,
+				      /* first_now= */ true, on_poll_timer, ds);
 		if (r < 0)
 			return r;
-		(void)event_source_set_description(ds->poll_timer, "procfs-poll");
+		(void)loop_source_set_description(ds->poll_timer, "procfs-poll");
 	}
 
 	if (ds->scan_on_start)
@@ -197,8 +197,8 @@ struct procfs_ds *procfs_ds_free(struct procfs_ds *ds)
 {
 	if (!ds)
 		return NULL;
-	ds->poll_timer = event_source_disable_unref(ds->poll_timer);
-	ds->event = event_unref(ds->event);
+	ds->poll_timer = loop_source_disable_unref(ds->poll_timer);
+	ds->event = loop_unref(ds->event);
 	if (ds->root.fd >= 0)
 		procfs_root_done(&ds->root);
 	procfs_pidset_done(&ds->seen);

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "event/event.h"
+#include "loop/loop.h"
 
 #include "probes/ds/ds.h"
 #include "probes/procfs/procfs.h"
@@ -284,8 +284,8 @@ void procfs_cache_done(struct procfs_cache *c);
 /* ---- data source (procfs_ds.c, procfs_tree.c, procfs_stats.c) ----------- */
 
 struct procfs_ds {
-	struct event *event;
-	struct event_source *poll_timer;
+	struct loop *event;
+	struct loop_source *poll_timer;
 	uint64_t instance_id;
 	uint64_t tracing_session_id;
 

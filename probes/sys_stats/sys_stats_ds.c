@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "event/event.h"
+#include "loop/loop.h"
 #include "probes/sys_stats/sys_stats_internal.h"
 #include "protos/perfetto/config/data_source_config.pb-c.h"
 #include "protos/perfetto/config/sys_stats/sys_stats_config.pb-c.h"
@@ -111,8 +111,8 @@ static void sys_stats_free(struct sys_stats *ss)
 {
 	if (!ss)
 		return;
-	ss->timer = event_source_disable_unref(ss->timer);
-	ss->event = event_unref(ss->event);
+	ss->timer = loop_source_disable_unref(ss->timer);
+	ss->event = loop_unref(ss->event);
 	sys_stats_sources_close(ss);
 	if (ss->proc_fd >= 0)
 		(void)close(ss->proc_fd);
@@ -179,7 +179,7 @@ int sys_stats_setup_at(const struct ds_env *env, const SysStatsConfig *cfg, cons
 	if (r >= 0 && ss->period_ms && !env->event)
 		r = -EINVAL;
 	if (r >= 0 && env->event)
-		ss->event = event_ref(env->event);
+		ss->event = loop_ref(env->event);
 	if (fclose(warn) != 0 && r >= 0)
 		r = -ENOMEM;
 	if (r < 0) {
@@ -226,7 +226,7 @@ int sys_stats_poll(struct sys_stats *ss)
 	return 0;
 }
 
-static int on_timer(struct event_source *s, uint64_t usec, void *userdata)
+static int on_timer(struct loop_source *s, uint64_t usec, void *userdata)
 {
 	struct sys_stats *ss = userdata;
 
@@ -276,10 +276,10 @@ static int op_start(void *ds)
 	/* the first poll runs on the next loop iteration, as a posted task; the
 	 * next ones on the wall-clock multiples of the period, as traced_probes
 	 * aligns its polls */
-	r = event_add_periodic(ss->event, &ss->timer, ss->period_ms, /* first_now= */ true, on_timer, ss);
+	r = loop_add_periodic(ss->event, &ss->timer, ss->period_ms, /* first_now= */ true, on_timer, ss);
 	if (r < 0)
 		return r;
-	(void)event_source_set_description(ss->timer, "sys-stats-poll");
+	(void)loop_source_set_description(ss->timer, "sys-stats-poll");
 	return 0;
 }
 

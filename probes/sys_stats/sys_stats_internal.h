@@ -190,8 +190,8 @@ enum sys_stats_gpu_kind {
 };
 
 struct sys_stats {
-	struct event *event;
-	struct event_source *timer;
+	struct loop *event;
+	struct loop_source *timer;
 	struct pbw_sink sink;
 	struct ds_host host;
 	uint64_t instance_id;

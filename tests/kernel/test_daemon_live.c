@@ -346,7 +346,7 @@ END_TEST
 #define TWO_TICK_USEC (100 * 1000ull)
 
 struct two {
-	struct event *e;
+	struct loop *e;
 	struct svc_session *a, *b;
 	int done;
 	uint64_t both_since, a_done_at;  /* CLOCK_MONOTONIC usec, 0 until seen */
@@ -362,7 +362,7 @@ static bool instance_has_event(const char *name)
 	return read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0 && strstr(events, name);
 }
 
-static int two_tick(struct event_source *src, uint64_t usec, void *userdata)
+static int two_tick(struct loop_source *src, uint64_t usec, void *userdata)
 {
 	struct two *t = userdata;
 
@@ -376,8 +376,8 @@ static int two_tick(struct event_source *src, uint64_t usec, void *userdata)
 	if (t->done == 1 && usec - t->a_done_at >= TWO_OVERLAP_USEC)
 		(void)svc_session_stop(t->b);
 	if (t->done < 2) {
-		ck_assert_int_ge(event_source_set_time(src, usec + TWO_TICK_USEC), 0);
-		ck_assert_int_ge(event_source_set_enabled(src, EVENT_ONESHOT), 0);
+		ck_assert_int_ge(loop_source_set_time(src, usec + TWO_TICK_USEC), 0);
+		ck_assert_int_ge(loop_source_set_enabled(src, LOOP_ONESHOT), 0);
 	}
 	return 0;
 }
@@ -396,7 +396,7 @@ static void on_session_done(struct svc_session *ss, int error, void *userdata)
 		if (read_full_file_at(AT_FDCWD, path, 1 << 16, &events, NULL) == 0)
 			snprintf(t->events_after_first, sizeof(t->events_after_first), "%s", events);
 	} else {
-		(void)event_exit(t->e, 0);
+		(void)loop_exit(t->e, 0);
 	}
 }
 
@@ -424,7 +424,7 @@ START_TEST(test_two_sessions)
 	void **shared = NULL;
 	struct producer *p = NULL;
 	struct svc_session *a = NULL, *b = NULL;
-	struct event_source *tick = NULL;
+	struct loop_source *tick = NULL;
 	/* Durations only as a bound: two_tick() stops both. */
 	Perfetto__Protos__TraceConfig *cfg_a = config("sched/sched_switch", 100000);
 	Perfetto__Protos__TraceConfig *cfg_b = config("sched/sched_waking", 100000);
@@ -439,7 +439,7 @@ START_TEST(test_two_sessions)
 	fd_b = open(out_b, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	ck_assert(fd_a >= 0 && fd_b >= 0);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	ck_assert_int_ge(event_new(&t.e), 0);
+	ck_assert_int_ge(loop_new(&t.e), 0);
 	ck_assert_int_ge(svc_new(t.e, NULL, &svc), 0);
 	ck_assert_int_ge(svc_adopt_connection(svc, sv[1]), 0);
 	setenv("TRACED_PROBES_STATE_DIR", state_dir, 1);
@@ -451,10 +451,10 @@ START_TEST(test_two_sessions)
 	t.a = a;
 	t.b = b;
 	ck_assert_int_eq(tp_workload_start("tp-two", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
-	ck_assert_int_ge(event_add_time_relative(t.e, &tick, CLOCK_MONOTONIC, TWO_TICK_USEC, 0, two_tick, &t), 0);
-	ck_assert_int_ge(event_loop(t.e), 0);
+	ck_assert_int_ge(loop_add_time_relative(t.e, &tick, CLOCK_MONOTONIC, TWO_TICK_USEC, 0, two_tick, &t), 0);
+	ck_assert_int_ge(loop_run(t.e), 0);
 	ck_assert_int_eq(t.done, 2);
-	tick = event_source_unref(tick);
+	tick = loop_source_unref(tick);
 
 	/* stopping the first left the second's event on, and only that */
 	ck_assert_ptr_null(strstr(t.events_after_first, "sched_switch"));
@@ -465,7 +465,7 @@ START_TEST(test_two_sessions)
 	p = producer_free(p);
 	shared = ds_shared_free_all(shared);
 	svc = svc_free(svc);
-	t.e = event_unref(t.e);
+	t.e = loop_unref(t.e);
 	close(fd_a);
 	close(fd_b);
 	(void)tp_workload_stop(&w);

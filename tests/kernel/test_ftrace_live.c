@@ -226,12 +226,12 @@ static bool workload_done(struct tp_workload *w)
 }
 
 /* Run the event loop (drain timer) until the workload ends. */
-static void run_until_done(struct event *e, struct tp_workload *w)
+static void run_until_done(struct loop *e, struct tp_workload *w)
 {
 	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + 60ull * 1000000000ull;
 
 	while (!workload_done(w)) {
-		ck_assert_int_ge(event_run(e, 20 * 1000), 0);
+		ck_assert_int_ge(loop_run_once(e, 20 * 1000), 0);
 		ck_assert_uint_lt(now_ns(CLOCK_MONOTONIC), deadline);
 	}
 }
@@ -310,12 +310,12 @@ static void record(uint32_t kb, uint32_t drain_ms, unsigned pairs, unsigned ms, 
 	const struct ftrace_ds_hooks hooks = { .pass_done = on_pass };
 	struct ftrace_host *h = NULL;
 	struct ftrace_ds *ds = NULL;
-	struct event *e = NULL;
+	struct loop *e = NULL;
 	char *err = NULL;
 	int rr;
 
 	rec_init(r, 1);
-	ck_assert_int_ge(event_new(&e), 0);
+	ck_assert_int_ge(loop_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
 	rr = ftrace_ds_setup(h, 1, 1, &cfg, SINK(r->w[0]), &hooks, r, &ds, &err);
 	ck_assert_msg(rr == 0, "setup: %d %s", rr, err ? err : "");
@@ -332,7 +332,7 @@ static void record(uint32_t kb, uint32_t drain_ms, unsigned pairs, unsigned ms, 
 	ck_assert_int_eq(ftrace_ds_get_summary(ds, ret_sum), 0);
 	ftrace_ds_free(ds);
 	ftrace_host_free(h);
-	event_unref(e);
+	loop_unref(e);
 	rec_finish(r);
 	load(r, 0, s);
 }
@@ -420,13 +420,13 @@ START_TEST(test_two_sessions_one_instance)
 	struct ftrace_host *h = NULL;
 	struct ftrace_ds *a = NULL, *b = NULL;
 	struct tp_workload wl;
-	struct event *e = NULL;
+	struct loop *e = NULL;
 	char *err = NULL, *v;
 	uint64_t a_sw = 0, a_wk = 0, b_sw = 0, b_wk = 0, counted;
 	struct rec r;
 
 	rec_init(&r, 2);
-	ck_assert_int_ge(event_new(&e), 0);
+	ck_assert_int_ge(loop_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
 	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &ca, SINK(r.w[0]), &hooks, &r, &a, &err), 0);
 	ck_assert_int_eq(ftrace_ds_setup(h, 2, 2, &cb, SINK(r.w[1]), &hooks, &r, &b, &err), 0);
@@ -458,7 +458,7 @@ START_TEST(test_two_sessions_one_instance)
 	}
 	ftrace_ds_free(b);
 	ftrace_host_free(h);
-	event_unref(e);
+	loop_unref(e);
 	rec_finish(&r);
 	load(&r, 0, &sa);
 	load(&r, 1, &sb);
@@ -505,7 +505,7 @@ START_TEST(test_unknown_events_in_stats)
 	struct ftrace_host *h = NULL;
 	struct ftrace_ds *ds = NULL;
 	Perfetto__Protos__Trace *t;
-	struct event *e = NULL;
+	struct loop *e = NULL;
 	bool found_start = false, found_end = false;
 	struct rec r;
 
@@ -514,7 +514,7 @@ START_TEST(test_unknown_events_in_stats)
 	cfg.has_disable_generic_events = true;
 	cfg.disable_generic_events = true;
 	rec_init(&r, 1);
-	ck_assert_int_ge(event_new(&e), 0);
+	ck_assert_int_ge(loop_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
 	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, SINK(r.w[0]), NULL, NULL, &ds, NULL), 0);
 	{
@@ -526,7 +526,7 @@ START_TEST(test_unknown_events_in_stats)
 	ck_assert_int_eq(ftrace_ds_start(ds), 0);
 	ck_assert_int_eq(ftrace_ds_flush(ds), 0);
 	ftrace_host_free(h); /* frees ds too */
-	event_unref(e);
+	loop_unref(e);
 	rec_finish(&r);
 
 	t = perfetto__protos__trace__unpack(NULL, r.trace_len[0], (const uint8_t *)r.trace[0]);
@@ -580,7 +580,7 @@ START_TEST(test_mono_raw_clock_fields)
 	struct ftrace_ds *ds = NULL;
 	Perfetto__Protos__Trace *t;
 	struct tp_workload wl;
-	struct event *e = NULL;
+	struct loop *e = NULL;
 	size_t bundles = 0;
 	char *v;
 	struct rec r;
@@ -594,7 +594,7 @@ START_TEST(test_mono_raw_clock_fields)
 	cfg.has_use_monotonic_raw_clock = true;
 	cfg.use_monotonic_raw_clock = true;
 	rec_init(&r, 1);
-	ck_assert_int_ge(event_new(&e), 0);
+	ck_assert_int_ge(loop_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
 	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, SINK(r.w[0]), &hooks, &r, &ds, NULL), 0);
 	v = inst_file("trace_clock");
@@ -606,7 +606,7 @@ START_TEST(test_mono_raw_clock_fields)
 	ck_assert_int_eq(ftrace_ds_flush(ds), 0);
 	ftrace_ds_free(ds);
 	ftrace_host_free(h);
-	event_unref(e);
+	loop_unref(e);
 	rec_finish(&r);
 
 	t = perfetto__protos__trace__unpack(NULL, r.trace_len[0], (const uint8_t *)r.trace[0]);
@@ -640,7 +640,7 @@ START_TEST(test_preserve_buffer)
 	struct ftrace_host *h = NULL;
 	struct ftrace_ds *ds = NULL;
 	Perfetto__Protos__Trace *t;
-	struct event *e = NULL;
+	struct loop *e = NULL;
 	char *clock_before = inst_file("trace_clock"), *size_before = inst_file("buffer_size_kb"), *v;
 	char p[600];
 	bool preserve_start = false;
@@ -658,7 +658,7 @@ START_TEST(test_preserve_buffer)
 	cfg.preserve_ftrace_buffer = true;
 	events[0] = "ftrace/print";
 	rec_init(&r, 1);
-	ck_assert_int_ge(event_new(&e), 0);
+	ck_assert_int_ge(loop_new(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
 	ck_assert_int_eq(ftrace_ds_setup(h, 1, 1, &cfg, SINK(r.w[0]), NULL, NULL, &ds, NULL), 0);
 	v = inst_file("trace_clock");
@@ -671,7 +671,7 @@ START_TEST(test_preserve_buffer)
 	ck_assert_int_eq(ftrace_ds_flush(ds), 0);
 	ftrace_ds_free(ds);
 	ftrace_host_free(h);
-	event_unref(e);
+	loop_unref(e);
 	rec_finish(&r);
 
 	t = perfetto__protos__trace__unpack(NULL, r.trace_len[0], (const uint8_t *)r.trace[0]);

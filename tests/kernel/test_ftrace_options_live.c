@@ -258,20 +258,20 @@ static int no_end(void *u)
 static const struct pbw_sink null_sink = { .begin_packet = no_begin, .end_packet = no_end };
 
 struct host_ctx {
-	struct event *e;
+	struct loop *e;
 	struct ftrace_host *h;
 };
 
 static void host_open(struct host_ctx *c)
 {
-	ck_assert_int_eq(event_new(&c->e), 0);
+	ck_assert_int_eq(loop_new(&c->e), 0);
 	ck_assert_int_eq(ftrace_host_new(c->e, &c->h), 0);
 }
 
 static void host_close(struct host_ctx *c)
 {
 	c->h = ftrace_host_free(c->h);
-	c->e = event_unref(c->e);
+	c->e = loop_unref(c->e);
 }
 
 static int setup_ds(struct host_ctx *c, Perfetto__Protos__FtraceConfig *cfg, struct ftrace_ds **ret, char **err)

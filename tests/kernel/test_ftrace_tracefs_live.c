@@ -682,7 +682,7 @@ static int setup_ds(const char *instance, char **events, size_t n, struct ftrace
 {
 	Perfetto__Protos__FtraceConfig cfg = PERFETTO__PROTOS__FTRACE_CONFIG__INIT;
 	struct ftrace_host *h = NULL;
-	struct event *e = NULL;
+	struct loop *e = NULL;
 	int r;
 
 	cfg.instance_name = (char *)instance;
@@ -690,13 +690,13 @@ static int setup_ds(const char *instance, char **events, size_t n, struct ftrace
 	cfg.n_ftrace_events = n;
 	cfg.has_buffer_size_kb = true;
 	cfg.buffer_size_kb = 256;
-	ck_assert_int_ge(event_default(&e), 0);
+	ck_assert_int_ge(loop_default(&e), 0);
 	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
 	r = ftrace_ds_setup(h, 1, 1, &cfg, &no_packet_sink, NULL, NULL, ret, err);
 	if (r < 0)
 		h = ftrace_host_free(h);
 	*ret_host = h;
-	event_unref(e);
+	loop_unref(e);
 	return r;
 }
 

@@ -37,7 +37,7 @@ void fx_init(struct fx *fx, const struct svc_options *o)
 	ck_assert_ptr_nonnull(mkdtemp(fx->dir));
 	snprintf(fx->sock, sizeof(fx->sock), "%s/producer.sock", fx->dir);
 	snprintf(fx->out, sizeof(fx->out), "%s/out.pftrace", fx->dir);
-	ck_assert_int_ge(event_new(&fx->e), 0);
+	ck_assert_int_ge(loop_new(&fx->e), 0);
 	ck_assert_int_eq(svc_new(fx->e, o, &fx->svc), 0);
 	ck_assert_int_eq(svc_listen(fx->svc, fx->sock), 0);
 	fx->out_fd = open(fx->out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -52,7 +52,7 @@ void fx_done(struct fx *fx)
 	(void)unlink(fx->out);
 	(void)unlink(fx->sock);
 	(void)rmdir(fx->dir);
-	event_unref(fx->e);
+	loop_unref(fx->e);
 }
 
 void on_done(struct svc_session *ss, int error, void *userdata)

@@ -35,13 +35,13 @@ uint64_t mono_ms(void);
 	({                                                                      \
 		uint64_t _dl = mono_ms() + (ms);                                \
 		while (!(cond) && mono_ms() < _dl)                              \
-			ck_assert_int_ge(event_run((e), 20 * 1000), 0);      \
+			ck_assert_int_ge(loop_run_once((e), 20 * 1000), 0);      \
 		(bool)(cond);                                                   \
 	})
 
 /* A service listening on a socket in a temp dir, and its one session. */
 struct fx {
-	struct event *e;
+	struct loop *e;
 	struct svc *svc;
 	char dir[64];
 	char sock[96];

@@ -33,12 +33,12 @@
 #define MAX_CONFIG_SIZE (16u << 20)
 
 struct ctx {
-	struct event *e;
+	struct loop *e;
 	struct svc *svc;
 	Perfetto__Protos__TraceConfig *cfg;
 	int out_fd;
 	struct svc_session *ss;
-	struct event_source *wait_timer;
+	struct loop_source *wait_timer;
 	int result;
 	bool finished;
 };
@@ -47,7 +47,7 @@ static void finish(struct ctx *c, int result)
 {
 	c->result = result;
 	c->finished = true;
-	(void)event_exit(c->e, 0);
+	(void)loop_exit(c->e, 0);
 }
 
 static void on_done(struct svc_session *ss, int error, void *userdata)
@@ -76,7 +76,7 @@ static void start_session(struct ctx *c)
 
 	if (c->ss || c->finished)
 		return;
-	c->wait_timer = event_source_disable_unref(c->wait_timer);
+	c->wait_timer = loop_source_disable_unref(c->wait_timer);
 	r = svc_session_start(c->svc, c->cfg, c->out_fd, &h, c, &c->ss);
 	if (r < 0) {
 		log_error_errno(r, "Failed to start the tracing session: %m");
@@ -94,14 +94,14 @@ static void on_producers(struct svc *s, void *userdata)
 		start_session(c);
 }
 
-static int on_wait_timeout(struct event_source *es, uint64_t usec, void *userdata)
+static int on_wait_timeout(struct loop_source *es, uint64_t usec, void *userdata)
 {
 	log_warning("Not every data source registered in time; starting anyway");
 	start_session(userdata);
 	return 0;
 }
 
-static int on_signal(struct event_source *es, const struct signalfd_siginfo *si, void *userdata)
+static int on_signal(struct loop_source *es, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct ctx *c = userdata;
 
@@ -209,11 +209,11 @@ int main(int argc, char **argv)
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
 	(void)sigprocmask(SIG_BLOCK, &ss, NULL);
-	r = event_default(&c.e);
+	r = loop_default(&c.e);
 	if (r >= 0)
-		r = event_add_signal(c.e, NULL, SIGTERM, on_signal, &c);
+		r = loop_add_signal(c.e, NULL, SIGTERM, on_signal, &c);
 	if (r >= 0)
-		r = event_add_signal(c.e, NULL, SIGINT, on_signal, &c);
+		r = loop_add_signal(c.e, NULL, SIGINT, on_signal, &c);
 	if (r >= 0)
 		r = svc_new(c.e, NULL, &c.svc);
 	if (r < 0) {
@@ -227,8 +227,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (wait_ms) {
-		r = event_add_time_relative(c.e, &c.wait_timer, CLOCK_MONOTONIC, (uint64_t)wait_ms * 1000, 0,
-					    on_wait_timeout, &c);
+		r = loop_add_time_relative(c.e, &c.wait_timer, CLOCK_MONOTONIC, (uint64_t)wait_ms * 1000, 0,
+					   on_wait_timeout, &c);
 		if (r < 0)
 			goto out;
 	}
@@ -238,7 +238,7 @@ int main(int argc, char **argv)
 	/* A config naming no data source needs nobody. */
 	on_producers(c.svc, &c);
 
-	r = event_loop(c.e);
+	r = loop_run(c.e);
 	if (r < 0)
 		log_error_errno(r, "Event loop failed: %m");
 	else
@@ -250,8 +250,8 @@ int main(int argc, char **argv)
 out:
 	c.ss = svc_session_free(c.ss);
 	c.svc = svc_free(c.svc);
-	c.wait_timer = event_source_disable_unref(c.wait_timer);
-	c.e = event_unref(c.e);
+	c.wait_timer = loop_source_disable_unref(c.wait_timer);
+	c.e = loop_unref(c.e);
 	closep(&c.out_fd);
 	if (r < 0 && tmp)
 		(void)unlink(tmp);

@@ -32,7 +32,7 @@
 		uint64_t _deadline = now_ns(CLOCK_MONOTONIC) + WAIT_NS;             \
 		bool _ok;                                                           \
 		while (!(_ok = (expr)) && now_ns(CLOCK_MONOTONIC) < _deadline)      \
-			ck_assert_int_ge(event_run((e), 100 * 1000), 0);         \
+			ck_assert_int_ge(loop_run_once((e), 100 * 1000), 0);         \
 		_ok;                                                                \
 	})
 
@@ -115,7 +115,7 @@ static char *read_fd_contents(int fd)
 }
 
 /* Collects frames a raw (non-ipc) peer reads from @fd. */
-static int raw_read_frame(struct event *e, int fd, struct ipc_frame_decoder *d, Perfetto__Protos__IPCFrame **ret)
+static int raw_read_frame(struct loop *e, int fd, struct ipc_frame_decoder *d, Perfetto__Protos__IPCFrame **ret)
 {
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -505,7 +505,7 @@ static int other_invoke(struct ipc_conn *conn, uint32_t method_id, const uint8_t
 }
 
 struct fixture {
-	struct event *e;
+	struct loop *e;
 	struct ipc_host *h;
 	struct svc_state st;
 	uint32_t test_sid;
@@ -517,7 +517,7 @@ static void fixture_init(struct fixture *fx)
 	uint32_t sid = 0;
 
 	memset(fx, 0, sizeof(*fx));
-	ck_assert_int_eq(event_new(&fx->e), 0);
+	ck_assert_int_eq(loop_new(&fx->e), 0);
 	ck_assert_int_eq(ipc_host_new(&fx->h), 0);
 	ck_assert_int_eq(ipc_host_attach_event(fx->h, fx->e), 0);
 	/* Registered first, so the test service gets id 2. */
@@ -537,7 +537,7 @@ static void fixture_done(struct fixture *fx)
 	if (fx->st.held)
 		fx->st.held = ipc_reply_free(fx->st.held);
 	fx->h = ipc_host_free(fx->h);
-	fx->e = event_unref(fx->e);
+	fx->e = loop_unref(fx->e);
 }
 
 /* ---- client-side recorders ----------------------------------------------- */
@@ -834,7 +834,7 @@ START_TEST(test_connect_tcp_refused)
 	struct bind_result b = {};
 	struct disc_result disc = {};
 	struct ipc_client *c = NULL;
-	struct event *e = NULL;
+	struct loop *e = NULL;
 	int fd, r;
 
 	/* A port that was just free: bound, never listened on. */
@@ -854,7 +854,7 @@ START_TEST(test_connect_tcp_refused)
 		return;
 	}
 	/* Asynchronous failure: the queued bind fails, then the disconnect. */
-	ck_assert_int_eq(event_new(&e), 0);
+	ck_assert_int_eq(loop_new(&e), 0);
 	ipc_client_set_disconnect_callback(c, on_client_disconnect, &disc);
 	ck_assert_int_eq(ipc_client_attach_event(c, e), 0);
 	ck_assert_int_eq(ipc_client_bind_service(c, "ProducerPort", on_bind, &b, NULL), 0);
@@ -863,7 +863,7 @@ START_TEST(test_connect_tcp_refused)
 	ck_assert(b.done);
 	ck_assert_int_eq(b.error, -ECONNREFUSED);
 	ipc_client_free(c);
-	event_unref(e);
+	loop_unref(e);
 }
 END_TEST
 
@@ -991,10 +991,10 @@ START_TEST(test_client_drops_oversized_frame)
 	struct bind_result b = {};
 	struct disc_result disc = {};
 	struct ipc_client *c = NULL;
-	struct event *e = NULL;
+	struct loop *e = NULL;
 	int sp[2];
 
-	ck_assert_int_eq(event_new(&e), 0);
+	ck_assert_int_eq(loop_new(&e), 0);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
 	ck_assert_int_eq(ipc_client_new_from_fd(sp[0], &c), 0);
 	ipc_client_set_disconnect_callback(c, on_client_disconnect, &disc);
@@ -1012,7 +1012,7 @@ START_TEST(test_client_drops_oversized_frame)
 
 	ipc_client_free(c);
 	close(sp[1]);
-	event_unref(e);
+	loop_unref(e);
 }
 END_TEST
 
@@ -1024,11 +1024,11 @@ START_TEST(test_client_ignores_unknown_request_ids)
 	_cleanup_free_ uint8_t *buf = NULL;
 	struct bind_result b = {};
 	struct ipc_client *c = NULL;
-	struct event *e = NULL;
+	struct loop *e = NULL;
 	size_t len;
 	int sp[2];
 
-	ck_assert_int_eq(event_new(&e), 0);
+	ck_assert_int_eq(loop_new(&e), 0);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
 	ck_assert_int_eq(ipc_client_new_from_fd(sp[0], &c), 0);
 	ck_assert_int_eq(ipc_client_attach_event(c, e), 0);
@@ -1058,7 +1058,7 @@ START_TEST(test_client_ignores_unknown_request_ids)
 
 	ipc_client_free(c);
 	close(sp[1]);
-	event_unref(e);
+	loop_unref(e);
 }
 END_TEST
 

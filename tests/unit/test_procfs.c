@@ -209,7 +209,7 @@ static void fx_teardown(void)
 }
 
 static struct procfs_ds *fx_ds(struct capture *c, const Perfetto__Protos__ProcessStatsConfig *cfg,
-			       struct event *e)
+			       struct loop *e)
 {
 	struct pbw_sink sink = cap_sink(c);
 	struct procfs_ds *ds = NULL;
@@ -830,13 +830,13 @@ START_TEST(test_fixture_cmdline_truncated)
 }
 END_TEST
 
-static void run_until_packets(struct event *e, struct capture *c, unsigned n)
+static void run_until_packets(struct loop *e, struct capture *c, unsigned n)
 {
 	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + 5000000000ull;
 
 	while (c->packets < n) {
 		ck_assert_msg(now_ns(CLOCK_MONOTONIC) < deadline, "timed out waiting for %u packets", n);
-		ck_assert_int_ge(event_run(e, 100000), 0);
+		ck_assert_int_ge(loop_run_once(e, 100000), 0);
 	}
 }
 
@@ -847,12 +847,12 @@ START_TEST(test_fixture_poll)
 	const struct fx_task newp = { "newp", 300, 300, 1, 0, NULL, 0, true, 10 };
 	const Perfetto__Protos__Trace *t;
 	const StatsProcess *sp;
-	_cleanup_(event_unrefp) struct event *e = NULL;
+	_cleanup_(loop_unrefp) struct loop *e = NULL;
 	struct procfs_ds_stats st;
 	struct procfs_ds *ds;
 	struct capture c;
 
-	ck_assert_int_eq(event_new(&e), 0);
+	ck_assert_int_eq(loop_new(&e), 0);
 	CFG_SET(cfg, proc_stats_poll_ms, 10);     /* raised to 100 */
 	CFG_SET(cfg, proc_stats_cache_ttl_ms, 60000);
 	cap_init(&c, 1 << 20);
@@ -915,12 +915,12 @@ START_TEST(test_fixture_poll_no_ttl)
 {
 	Perfetto__Protos__ProcessStatsConfig cfg = cfg_default();
 	const Perfetto__Protos__Trace *t;
-	_cleanup_(event_unrefp) struct event *e = NULL;
+	_cleanup_(loop_unrefp) struct loop *e = NULL;
 	struct procfs_ds *ds;
 	struct capture c;
 
 	/* without a TTL the cache lives one tick: every counter, every tick */
-	ck_assert_int_eq(event_new(&e), 0);
+	ck_assert_int_eq(loop_new(&e), 0);
 	CFG_SET(cfg, proc_stats_poll_ms, 100);
 	cap_init(&c, 1 << 20);
 	ds = fx_ds(&c, &cfg, e);

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "event/event.h"
+#include "loop/loop.h"
 #include "probes/ds/ds.h"
 #include "probes/producer.h"
 #include "protos/pbtxt.h"
@@ -47,7 +47,7 @@ struct percpu {
 	struct ds_env env;
 };
 
-static int percpu_shared_new(struct event *e, void **ret)
+static int percpu_shared_new(struct loop *e, void **ret)
 {
 	*ret = &shared_token;
 	return 0;
@@ -204,11 +204,11 @@ static void on_ds_stopped(struct producer *p, const struct ds_report *r, void *u
 
 static void on_session_done(struct svc_session *ss, int error, void *userdata)
 {
-	struct event *e = userdata;
+	struct loop *e = userdata;
 
 	ck_assert_int_eq(error, 0);
 	if (++seen.done == 2)
-		(void)event_exit(e, 0);
+		(void)loop_exit(e, 0);
 }
 
 static Perfetto__Protos__TraceConfig *parse_config(const char *text)
@@ -251,7 +251,7 @@ START_TEST(test_reports_and_notices)
 	struct svc_session *a = NULL, *b = NULL;
 	const struct ds_report *r;
 	struct producer *p = NULL;
-	struct event *e = NULL;
+	struct loop *e = NULL;
 	struct svc *svc = NULL;
 	void **shared = NULL;
 	uint64_t sum = 0;
@@ -264,7 +264,7 @@ START_TEST(test_reports_and_notices)
 	fd_b = open(out_b, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	ck_assert(fd_a >= 0 && fd_b >= 0);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	ck_assert_int_ge(event_new(&e), 0);
+	ck_assert_int_ge(loop_new(&e), 0);
 	ck_assert_int_ge(svc_new(e, NULL, &svc), 0);
 	ck_assert_int_ge(svc_adopt_connection(svc, sv[1]), 0);
 
@@ -277,7 +277,7 @@ START_TEST(test_reports_and_notices)
 	ck_assert_int_ge(producer_adopt_fd(p, sv[0]), 0);
 	ck_assert_int_ge(svc_session_start(svc, cfg_a, fd_a, &hooks, e, &a), 0);
 	ck_assert_int_ge(svc_session_start(svc, cfg_b, fd_b, &hooks, e, &b), 0);
-	ck_assert_int_ge(event_loop(e), 0);
+	ck_assert_int_ge(loop_run(e), 0);
 	ck_assert_uint_eq(seen.done, 2);
 
 	/* every CPU counts, not only the first 256 */
@@ -313,7 +313,7 @@ START_TEST(test_reports_and_notices)
 	p = producer_free(p);
 	svc = svc_free(svc);
 	free(shared);
-	e = event_unref(e);
+	e = loop_unref(e);
 	close(fd_a);
 	close(fd_b);
 	(void)unlink(out_a);

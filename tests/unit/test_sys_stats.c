@@ -21,7 +21,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-#include "event/event.h"
+#include "loop/loop.h"
 #include "protos/pbtxt.h"
 #include "probes/sys_stats/sys_stats.h"
 #include "probes/sys_stats/sys_stats_internal.h"
@@ -543,7 +543,7 @@ static void cap_commit(void *host)
 	((struct capture *)host)->commits++;
 }
 
-static struct ds_env cap_env(struct capture *c, struct event *e, size_t cap)
+static struct ds_env cap_env(struct capture *c, struct loop *e, size_t cap)
 {
 	*c = (struct capture){ .cap = cap };
 	c->buf = malloc(cap);
@@ -620,9 +620,9 @@ START_TEST(test_ds_edge_tree)
 	struct ds_env env;
 	struct sys_stats *ss;
 	const SysStats *s;
-	struct event *e;
+	struct loop *e;
 
-	ck_assert_int_eq(event_new(&e), 0);
+	ck_assert_int_eq(loop_new(&e), 0);
 	env = cap_env(&cap, e, 1 << 20);
 	cfg.vmstat_period_ms = 200;
 	root_path(proc, sizeof(proc), "edge", "proc");
@@ -706,7 +706,7 @@ START_TEST(test_ds_edge_tree)
 	}
 	sys_stats_ds_ops.free(ss);
 	cap_done(&cap);
-	event_unref(e);
+	loop_unref(e);
 }
 END_TEST
 
@@ -717,9 +717,9 @@ START_TEST(test_ds_periods)
 	struct capture cap;
 	struct ds_env env;
 	struct sys_stats *ss;
-	struct event *e;
+	struct loop *e;
 
-	ck_assert_int_eq(event_new(&e), 0);
+	ck_assert_int_eq(loop_new(&e), 0);
 	env = cap_env(&cap, e, 4096);
 
 	/* below 10 ms: 10 ms, said once */
@@ -757,7 +757,7 @@ START_TEST(test_ds_periods)
 	ck_assert_int_eq(sys_stats_setup_at(&env, &cfg, "/nonexistent-root", NULL, &ss, NULL, NULL),
 			 -ENOENT);
 	cap_done(&cap);
-	event_unref(e);
+	loop_unref(e);
 }
 END_TEST
 
@@ -776,7 +776,7 @@ START_TEST(test_ds_big_stat_file)
 	struct capture cap;
 	struct ds_env env;
 	struct sys_stats *ss;
-	struct event *e;
+	struct loop *e;
 	size_t len;
 	int fd;
 
@@ -788,7 +788,7 @@ START_TEST(test_ds_big_stat_file)
 	ck_assert_int_eq(write_all(fd, text, len), 0);
 	close(fd);
 
-	ck_assert_int_eq(event_new(&e), 0);
+	ck_assert_int_eq(loop_new(&e), 0);
 	env = cap_env(&cap, e, 32 << 20);
 	cfg.has_stat_period_ms = true;
 	cfg.stat_period_ms = 1000;
@@ -809,7 +809,7 @@ START_TEST(test_ds_big_stat_file)
 	}
 	sys_stats_ds_ops.free(ss);
 	cap_done(&cap);
-	event_unref(e);
+	loop_unref(e);
 	ck_assert_int_eq(nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS), 0);
 }
 END_TEST
@@ -818,31 +818,31 @@ END_TEST
 
 struct live {
 	struct capture *cap;
-	struct event *e;
+	struct loop *e;
 	unsigned want;
 };
 
-static int live_check(struct event_source *s, uint64_t usec, void *userdata)
+static int live_check(struct loop_source *s, uint64_t usec, void *userdata)
 {
 	struct live *l = userdata;
 
 	if (l->cap->packets >= l->want)
-		return event_exit(l->e, 0);
-	(void)event_source_set_time_relative(s, 2000);
-	return event_source_set_enabled(s, EVENT_ONESHOT);
+		return loop_exit(l->e, 0);
+	(void)loop_source_set_time_relative(s, 2000);
+	return loop_source_set_enabled(s, LOOP_ONESHOT);
 }
 
 START_TEST(test_ds_live)
 {
 	SysStatsConfig cfg = every_source(10);
 	Perfetto__Protos__DataSourceConfig dcfg = PERFETTO__PROTOS__DATA_SOURCE_CONFIG__INIT;
-	struct event_source *check = NULL, *guard = NULL;
+	struct loop_source *check = NULL, *guard = NULL;
 	struct capture cap;
 	struct sys_stats_stats st;
 	struct ds_env env;
 	struct sysinfo si;
 	struct live l;
-	struct event *e;
+	struct loop *e;
 	void *ds = NULL;
 	uint64_t mem_total_kb;
 	long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -850,18 +850,18 @@ START_TEST(test_ds_live)
 	cfg.stat_period_ms = 20;
 	cfg.slab_period_ms = 0; /* root only */
 	dcfg.sys_stats_config = &cfg;
-	ck_assert_int_eq(event_new(&e), 0);
+	ck_assert_int_eq(loop_new(&e), 0);
 	env = cap_env(&cap, e, 16 << 20);
 	ck_assert_int_eq(sys_stats_ds_ops.setup(&env, &dcfg, &ds, NULL, NULL), 0);
 	ck_assert_int_eq(sys_stats_ds_ops.start(ds), 0);
 	ck_assert_int_eq(sys_stats_ds_ops.start(ds), -EALREADY);
 
 	l = (struct live){ .cap = &cap, .e = e, .want = 6 };
-	ck_assert_int_eq(event_add_time_relative(e, &check, CLOCK_MONOTONIC, 1000, 0, live_check, &l), 0);
-	ck_assert_int_eq(event_loop(e), 0);
+	ck_assert_int_eq(loop_add_time_relative(e, &check, CLOCK_MONOTONIC, 1000, 0, live_check, &l), 0);
+	ck_assert_int_eq(loop_run(e), 0);
 	sys_stats_ds_ops.free(ds);
-	event_source_unref(check);
-	event_source_unref(guard);
+	loop_source_unref(check);
+	loop_source_unref(guard);
 
 	ck_assert_int_eq(sysinfo(&si), 0);
 	mem_total_kb = (uint64_t)si.totalram * si.mem_unit / 1024;
@@ -905,7 +905,7 @@ START_TEST(test_ds_live)
 	}
 	(void)st;
 	cap_done(&cap);
-	event_unref(e);
+	loop_unref(e);
 }
 END_TEST
 
@@ -1018,7 +1018,7 @@ END_TEST
  * Parse tests/data/configs/@name and run its linux.sys_stats (one poll) and
  * linux.system_info data sources on this machine; the packets go to @cap.
  */
-static void run_config(const char *name, struct capture *cap, struct event *e)
+static void run_config(const char *name, struct capture *cap, struct loop *e)
 {
 	Perfetto__Protos__TraceConfig *tc = NULL;
 	_cleanup_free_ char *text = NULL;
@@ -1076,10 +1076,10 @@ START_TEST(test_configs)
 {
 	const SysStats *s;
 	struct capture cap;
-	struct event *e;
+	struct loop *e;
 	long cpus = sysconf(_SC_NPROCESSORS_CONF);
 
-	ck_assert_int_eq(event_new(&e), 0);
+	ck_assert_int_eq(loop_new(&e), 0);
 
 	/*
 	 * The docs' memory-counters example: what the reference trace has,
@@ -1118,7 +1118,7 @@ START_TEST(test_configs)
 	ck_assert_uint_gt(s->n_vmstat, 5);
 	ck_assert(s->has_num_irq_total && !s->has_num_softirq_total && s->has_num_forks);
 	cap_done(&cap);
-	event_unref(e);
+	loop_unref(e);
 }
 END_TEST
 

@@ -18,7 +18,7 @@
 #include "util/util.h"
 
 struct ftrace_drain {
-	struct event *event;
+	struct loop *event;
 	struct ftrace_tracefs *tfs;
 	struct ftrace_format_table *table;
 	size_t page_size;
@@ -29,11 +29,11 @@ struct ftrace_drain {
 	uint8_t *page;                  /* one page: read, then parsed at once */
 	struct ftrace_drain_reader *readers;
 	/* [n_cpus]: wake-ups when a CPU's buffer reaches buffer_percent */
-	struct event_source **wake;
+	struct loop_source **wake;
 	uint64_t pages_read;            /* by every pass, for the wake-ups */
 };
 
-int ftrace_drain_new(struct event *e, struct ftrace_tracefs *tfs, struct ftrace_drain **ret,
+int ftrace_drain_new(struct loop *e, struct ftrace_tracefs *tfs, struct ftrace_drain **ret,
 		     char **ret_error)
 {
 	struct ftrace_drain *d;
@@ -45,7 +45,7 @@ int ftrace_drain_new(struct event *e, struct ftrace_tracefs *tfs, struct ftrace_
 		ftrace_tracefs_free(tfs);
 		return -ENOMEM;
 	}
-	d->event = event_ref(e);
+	d->event = loop_ref(e);
 	d->tfs = tfs;
 	r = ftrace_format_table_new(ftrace_tracefs_path(tfs), &d->table);
 	if (r < 0) {
@@ -79,7 +79,7 @@ struct ftrace_drain *ftrace_drain_free(struct ftrace_drain *d)
 		return NULL;
 	if (d->wake)
 		for (unsigned i = 0; i < d->n_cpus; i++)
-			d->wake[i] = event_source_disable_unref(d->wake[i]);
+			d->wake[i] = loop_source_disable_unref(d->wake[i]);
 	free(d->wake);
 	if (d->cpus)
 		for (unsigned i = 0; i < d->n_cpus; i++)
@@ -88,7 +88,7 @@ struct ftrace_drain *ftrace_drain_free(struct ftrace_drain *d)
 	free(d->page);
 	ftrace_format_table_free(d->table);
 	ftrace_tracefs_free(d->tfs);
-	event_unref(d->event);
+	loop_unref(d->event);
 	free(d);
 	return NULL;
 }
@@ -124,7 +124,7 @@ static void close_cpus(struct ftrace_drain *d)
 {
 	if (d->wake)
 		for (unsigned i = 0; i < d->n_cpus; i++)
-			d->wake[i] = event_source_disable_unref(d->wake[i]);
+			d->wake[i] = loop_source_disable_unref(d->wake[i]);
 	for (unsigned i = 0; i < d->n_cpus; i++)
 		d->cpus[i] = ftrace_cpu_free(d->cpus[i]);
 	d->cpus_open = false;
@@ -178,7 +178,7 @@ void ftrace_drain_close_cpus(struct ftrace_drain *d)
 {
 	if (d->wake)
 		for (unsigned i = 0; i < d->n_cpus; i++)
-			d->wake[i] = event_source_disable_unref(d->wake[i]);
+			d->wake[i] = loop_source_disable_unref(d->wake[i]);
 	for (unsigned i = 0; i < d->n_cpus; i++)
 		d->cpus[i] = ftrace_cpu_free(d->cpus[i]);
 	d->cpus_open = false;
@@ -348,7 +348,7 @@ uint32_t ftrace_drain_period_ms(const struct ftrace_drain *d)
  * nothing leaves them off until the next tick, so a poll that keeps
  * reporting data we cannot read never spins.
  */
-static int on_wake(struct event_source *s, int fd, uint32_t revents, void *userdata)
+static int on_wake(struct loop_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct ftrace_drain *d = userdata;
 	uint64_t before = d->pages_read;
@@ -382,13 +382,13 @@ void ftrace_drain_arm_wake(struct ftrace_drain *d)
 
 		if (!on || fd < 0) {
 			if (d->wake[i])
-				(void)event_source_set_enabled(d->wake[i], EVENT_OFF);
+				(void)loop_source_set_enabled(d->wake[i], LOOP_OFF);
 			continue;
 		}
-		if (!d->wake[i] && event_add_io(d->event, &d->wake[i], fd, EPOLLIN, on_wake, d) < 0) {
+		if (!d->wake[i] && loop_add_io(d->event, &d->wake[i], fd, EPOLLIN, on_wake, d) < 0) {
 			d->wake[i] = NULL;
 			continue;
 		}
-		(void)event_source_set_enabled(d->wake[i], EVENT_ONESHOT);
+		(void)loop_source_set_enabled(d->wake[i], LOOP_ONESHOT);
 	}
 }

@@ -36,7 +36,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "event/event.h"
+#include "loop/loop.h"
 
 struct ds_ops;
 struct pbw_sink;
@@ -61,7 +61,7 @@ struct ftrace_ds;
  *
  * Returns: 0 or -ENOMEM.
  */
-int ftrace_host_new(struct event *e, struct ftrace_host **ret);
+int ftrace_host_new(struct loop *e, struct ftrace_host **ret);
 
 /**
  * ftrace_host_free - free every data source still attached (callers must drop

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "event/event.h"
+#include "loop/loop.h"
 #include "probes/ftrace/parse/ftrace_parse.h"
 
 struct ftrace_tracefs;
@@ -72,7 +72,7 @@ struct ftrace_drain_reader {
  * @ret_error: on failure, a malloc'd reason (may be NULL).
  * Returns: 0 or -errno; @tfs is freed on failure too.
  */
-int ftrace_drain_new(struct event *e, struct ftrace_tracefs *tfs, struct ftrace_drain **ret,
+int ftrace_drain_new(struct loop *e, struct ftrace_tracefs *tfs, struct ftrace_drain **ret,
 		     char **ret_error);
 struct ftrace_drain *ftrace_drain_free(struct ftrace_drain *d);
 

@@ -21,7 +21,7 @@ struct ftrace_ops_ds {
 	struct ds_host host;
 };
 
-static int ops_shared_new(struct event *e, void **ret)
+static int ops_shared_new(struct loop *e, void **ret)
 {
 	struct ftrace_host *h = NULL;
 	int r;

@@ -21,8 +21,8 @@ struct host_dir {
 };
 
 struct ftrace_host {
-	struct event *event;
-	struct event_source *timer;
+	struct loop *event;
+	struct loop_source *timer;
 	char *root;                     /* tracefs mount, found on first use */
 	char *state_dir;
 	struct host_dir *dirs;
@@ -46,7 +46,7 @@ int ftrace_host_recover(const char *state_dir)
 	return ftrace_tracefs_undo_replay_dir(state_dir ? state_dir : state_dir_default());
 }
 
-int ftrace_host_new(struct event *e, struct ftrace_host **ret)
+int ftrace_host_new(struct loop *e, struct ftrace_host **ret)
 {
 	struct ftrace_host *h;
 
@@ -60,7 +60,7 @@ int ftrace_host_new(struct event *e, struct ftrace_host **ret)
 		free(h);
 		return -ENOMEM;
 	}
-	h->event = event_ref(e);
+	h->event = loop_ref(e);
 	*ret = h;
 	return 0;
 }
@@ -88,9 +88,9 @@ struct ftrace_host *ftrace_host_free(struct ftrace_host *h)
 		else
 			ftrace_host_put_drain(h, d);
 	}
-	h->timer = event_source_disable_unref(h->timer);
+	h->timer = loop_source_disable_unref(h->timer);
 	ksyms_free(h->ksyms);
-	event_unref(h->event);
+	loop_unref(h->event);
 	free(h->root);
 	free(h->state_dir);
 	free(h);
@@ -164,7 +164,7 @@ static uint32_t wanted_period(const struct ftrace_host *h)
 	return p;
 }
 
-static int on_timer(struct event_source *s, uint64_t usec, void *userdata)
+static int on_timer(struct loop_source *s, uint64_t usec, void *userdata)
 {
 	struct ftrace_host *h = userdata;
 	bool more = false;
@@ -176,7 +176,7 @@ static int on_timer(struct event_source *s, uint64_t usec, void *userdata)
 
 	/* A CPU still had data: go again at once instead of waiting a period. */
 	if (more && h->period_ms)
-		(void)event_source_set_time(s, now_ns(CLOCK_MONOTONIC) / 1000u);
+		(void)loop_source_set_time(s, now_ns(CLOCK_MONOTONIC) / 1000u);
 	return 0;
 }
 
@@ -188,25 +188,25 @@ int ftrace_host_update_timer(struct ftrace_host *h)
 	if (p == 0) {
 		h->period_ms = 0;
 		if (h->timer)
-			(void)event_source_set_enabled(h->timer, EVENT_OFF);
+			(void)loop_source_set_enabled(h->timer, LOOP_OFF);
 		return 0;
 	}
 	if (p == h->period_ms && h->timer)
 		return 0;
 	if (!h->timer) {
 		/* Like Perfetto: wake on multiples of the period on the wall clock. */
-		r = event_add_periodic(h->event, &h->timer, p, /* first_now= */ false, on_timer, h);
+		r = loop_add_periodic(h->event, &h->timer, p, /* first_now= */ false, on_timer, h);
 		if (r < 0) {
 			h->timer = NULL;
 			return r;
 		}
-		(void)event_source_set_description(h->timer, "ftrace-drain");
+		(void)loop_source_set_description(h->timer, "ftrace-drain");
 	} else {
-		r = event_source_set_period(h->timer, p);
+		r = loop_source_set_period(h->timer, p);
 		if (r < 0)
 			return r;
 	}
-	r = event_source_set_enabled(h->timer, EVENT_ON);
+	r = loop_source_set_enabled(h->timer, LOOP_ON);
 	if (r < 0)
 		return r;
 	h->period_ms = p;

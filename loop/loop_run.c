@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * event_loop - the loop: wait in epoll_pwait2() until an fd is ready, a
+ * loop_run - the loop: wait in epoll_pwait2() until an fd is ready, a
  * signal arrives or the nearest timer is due, queue what is ready, dispatch
  * the oldest pending source.  Sources are few (tens), so timers and defer
  * sources are found by walking the list; no heap to keep in order.
@@ -10,70 +10,70 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "event/event_internal.h"
+#include "loop/loop_internal.h"
 #include "util/util.h"
 
 #define EPOLL_BATCH 64
 
 /* The earliest deadline of an enabled timer not yet queued; UINT64_MAX: none. */
-static uint64_t next_deadline(const struct event *e)
+static uint64_t next_deadline(const struct loop *e)
 {
 	uint64_t t = UINT64_MAX;
 
-	for (const struct event_source *s = e->sources; s; s = s->next)
-		if (s->type == EVENT_SOURCE_TIME && s->enabled != EVENT_OFF && !s->pending &&
+	for (const struct loop_source *s = e->sources; s; s = s->next)
+		if (s->type == LOOP_SOURCE_TIME && s->enabled != LOOP_OFF && !s->pending &&
 		    s->time.usec < t)
 			t = s->time.usec;
 	return t;
 }
 
-static void read_signals(struct event *e)
+static void read_signals(struct loop *e)
 {
 	struct signalfd_siginfo si;
 
 	while (read(e->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		struct event_source *s;
+		struct loop_source *s;
 
 		if (si.ssi_signo >= _NSIG)
 			continue;
 		s = e->signals[si.ssi_signo];
-		if (!s || s->enabled == EVENT_OFF)
+		if (!s || s->enabled == LOOP_OFF)
 			continue;
 		s->signal.info = si;
-		event_pending_add(e, s);
+		loop_pending_add(e, s);
 	}
 }
 
-static void queue_timers(struct event *e, uint64_t now)
+static void queue_timers(struct loop *e, uint64_t now)
 {
 	/* Due timers are queued earliest first. */
 	for (;;) {
-		struct event_source *best = NULL;
+		struct loop_source *best = NULL;
 
-		for (struct event_source *s = e->sources; s; s = s->next)
-			if (s->type == EVENT_SOURCE_TIME && s->enabled != EVENT_OFF && !s->pending &&
+		for (struct loop_source *s = e->sources; s; s = s->next)
+			if (s->type == LOOP_SOURCE_TIME && s->enabled != LOOP_OFF && !s->pending &&
 			    s->time.usec <= now && (!best || s->time.usec < best->time.usec))
 				best = s;
 		if (!best)
 			return;
-		event_pending_add(e, best);
+		loop_pending_add(e, best);
 	}
 }
 
-static void queue_defers(struct event *e)
+static void queue_defers(struct loop *e)
 {
 	if (e->n_defer_on == 0)
 		return;
-	for (struct event_source *s = e->sources; s; s = s->next)
-		if (s->type == EVENT_SOURCE_DEFER && s->enabled != EVENT_OFF)
-			event_pending_add(e, s);
+	for (struct loop_source *s = e->sources; s; s = s->next)
+		if (s->type == LOOP_SOURCE_DEFER && s->enabled != LOOP_OFF)
+			loop_pending_add(e, s);
 }
 
-static int wait_events(struct event *e, uint64_t timeout_usec)
+static int wait_events(struct loop *e, uint64_t timeout_usec)
 {
 	struct epoll_event evs[EPOLL_BATCH];
 	struct timespec ts, *tsp = NULL;
-	uint64_t deadline, now = event_now_usec();
+	uint64_t deadline, now = loop_now_usec();
 	int n;
 
 	if (e->pending_head || e->n_defer_on > 0)
@@ -100,49 +100,49 @@ static int wait_events(struct event *e, uint64_t timeout_usec)
 	}
 	/* Sources are queued before any handler runs: no pointer here goes stale. */
 	for (int i = 0; i < n; i++) {
-		struct event_source *s = evs[i].data.ptr;
+		struct loop_source *s = evs[i].data.ptr;
 
 		if (!s) {
 			read_signals(e);
 			continue;
 		}
-		if (s->enabled == EVENT_OFF)
+		if (s->enabled == LOOP_OFF)
 			continue;
 		s->io.revents |= evs[i].events;
-		event_pending_add(e, s);
+		loop_pending_add(e, s);
 	}
-	queue_timers(e, event_now_usec());
+	queue_timers(e, loop_now_usec());
 	queue_defers(e);
 	return 0;
 }
 
-static int dispatch(struct event_source *s)
+static int dispatch(struct loop_source *s)
 {
 	uint32_t revents = 0;
 	uint64_t usec = 0;
 	int r;
 
-	if (s->type == EVENT_SOURCE_IO) {
+	if (s->type == LOOP_SOURCE_IO) {
 		revents = s->io.revents;
 		s->io.revents = 0;
 	}
-	if (s->type == EVENT_SOURCE_TIME) {
+	if (s->type == LOOP_SOURCE_TIME) {
 		usec = s->time.usec;
 		/* Re-armed before the handler, so a slow one does not shift the next tick. */
 		if (s->time.period_ms)
-			s->time.usec = event_next_aligned_usec(s->time.period_ms);
+			s->time.usec = loop_next_aligned_usec(s->time.period_ms);
 	}
-	if (s->enabled == EVENT_ONESHOT)
-		(void)event_source_set_enabled(s, EVENT_OFF);
-	(void)event_source_ref(s);
+	if (s->enabled == LOOP_ONESHOT)
+		(void)loop_source_set_enabled(s, LOOP_OFF);
+	(void)loop_source_ref(s);
 	switch (s->type) {
-	case EVENT_SOURCE_IO:
+	case LOOP_SOURCE_IO:
 		r = s->io.cb(s, s->io.fd, revents, s->userdata);
 		break;
-	case EVENT_SOURCE_TIME:
+	case LOOP_SOURCE_TIME:
 		r = s->time.cb(s, usec, s->userdata);
 		break;
-	case EVENT_SOURCE_SIGNAL:
+	case LOOP_SOURCE_SIGNAL:
 		r = s->signal.cb(s, &s->signal.info, s->userdata);
 		break;
 	default:
@@ -151,14 +151,14 @@ static int dispatch(struct event_source *s)
 	}
 	/* As in sd-event: a failing handler switches its source off. */
 	if (r < 0)
-		(void)event_source_set_enabled(s, EVENT_OFF);
-	(void)event_source_unref(s);
+		(void)loop_source_set_enabled(s, LOOP_OFF);
+	(void)loop_source_unref(s);
 	return 1;
 }
 
-int event_run(struct event *e, uint64_t timeout_usec)
+int loop_run_once(struct loop *e, uint64_t timeout_usec)
 {
-	struct event_source *s;
+	struct loop_source *s;
 	int r;
 
 	if (!e)
@@ -171,34 +171,34 @@ int event_run(struct event *e, uint64_t timeout_usec)
 	s = e->pending_head;
 	if (!s)
 		return 0;
-	event_pending_remove(e, s);
-	if (s->enabled == EVENT_OFF)
+	loop_pending_remove(e, s);
+	if (s->enabled == LOOP_OFF)
 		return 0;
-	event_ref(e);
+	loop_ref(e);
 	r = dispatch(s);
-	event_unref(e);
+	loop_unref(e);
 	return r;
 }
 
-int event_loop(struct event *e)
+int loop_run(struct loop *e)
 {
 	int r = 0;
 
 	if (!e)
 		return -EINVAL;
-	event_ref(e);
+	loop_ref(e);
 	while (!e->exit_requested) {
-		r = event_run(e, UINT64_MAX);
+		r = loop_run_once(e, UINT64_MAX);
 		if (r < 0)
 			break;
 	}
 	if (r >= 0)
 		r = e->exit_code;
-	event_unref(e);
+	loop_unref(e);
 	return r;
 }
 
-int event_exit(struct event *e, int code)
+int loop_exit(struct loop *e, int code)
 {
 	if (!e)
 		return -EINVAL;

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * event - the objects: a loop and its sources, their references and
+ * loop - the objects: a loop and its sources, their references and
  * lifetimes, and the state the loop reads when it waits: which sources are
  * on (io sources in the epoll set, signals in the signalfd mask) and which
  * are pending.  A loop frees the sources it owns and a source held by its
  * caller keeps its loop, so both lifetimes live in this one file; the loop
- * itself (event_loop.c) and the kinds of sources (event_source.c) sit on
+ * itself (loop_run.c) and the kinds of sources (loop_source.c) sit on
  * top of it.
  */
 #include <errno.h>
@@ -15,19 +15,19 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "event/event_internal.h"
+#include "loop/loop_internal.h"
 #include "util/util.h"
 
-static _Thread_local struct event *default_event;
+static _Thread_local struct loop *default_event;
 
-uint64_t event_now_usec(void)
+uint64_t loop_now_usec(void)
 {
 	return now_ns(CLOCK_MONOTONIC) / 1000u;
 }
 
-int event_new(struct event **ret)
+int loop_new(struct loop **ret)
 {
-	struct event *e;
+	struct loop *e;
 
 	if (!ret)
 		return -EINVAL;
@@ -48,38 +48,38 @@ int event_new(struct event **ret)
 	return 0;
 }
 
-int event_default(struct event **ret)
+int loop_default(struct loop **ret)
 {
 	int r;
 
 	if (!ret)
 		return -EINVAL;
 	if (default_event) {
-		*ret = event_ref(default_event);
+		*ret = loop_ref(default_event);
 		return 0;
 	}
-	r = event_new(&default_event);
+	r = loop_new(&default_event);
 	if (r < 0)
 		return r;
 	*ret = default_event;
 	return 0;
 }
 
-struct event *event_ref(struct event *e)
+struct loop *loop_ref(struct loop *e)
 {
 	if (e)
 		e->n_ref++;
 	return e;
 }
 
-static void event_free(struct event *e)
+static void loop_free(struct loop *e)
 {
 	/* Only floating sources are left: the others hold references. */
 	while (e->sources) {
-		struct event_source *s = e->sources;
+		struct loop_source *s = e->sources;
 
 		s->n_ref = 1;
-		(void)event_source_unref(s);
+		(void)loop_source_unref(s);
 	}
 	if (e->signal_fd >= 0)
 		(void)close(e->signal_fd);
@@ -90,22 +90,22 @@ static void event_free(struct event *e)
 	free(e);
 }
 
-struct event *event_unref(struct event *e)
+struct loop *loop_unref(struct loop *e)
 {
 	if (!e)
 		return NULL;
 	if (--e->n_ref == 0)
-		event_free(e);
+		loop_free(e);
 	return NULL;
 }
 
-void event_unrefp(struct event **e)
+void loop_unrefp(struct loop **e)
 {
 	if (*e)
-		*e = event_unref(*e);
+		*e = loop_unref(*e);
 }
 
-void event_pending_add(struct event *e, struct event_source *s)
+void loop_pending_add(struct loop *e, struct loop_source *s)
 {
 	if (s->pending)
 		return;
@@ -119,7 +119,7 @@ void event_pending_add(struct event *e, struct event_source *s)
 	e->pending_tail = s;
 }
 
-void event_pending_remove(struct event *e, struct event_source *s)
+void loop_pending_remove(struct loop *e, struct loop_source *s)
 {
 	if (!s->pending)
 		return;
@@ -135,10 +135,10 @@ void event_pending_remove(struct event *e, struct event_source *s)
 	s->pending_next = s->pending_prev = NULL;
 }
 
-int event_source_link(struct event *e, struct event_source **ret, enum event_source_type type,
-		      void *userdata, struct event_source **out)
+int loop_source_link(struct loop *e, struct loop_source **ret, enum loop_source_type type,
+		     void *userdata, struct loop_source **out)
 {
-	struct event_source *s;
+	struct loop_source *s;
 
 	if (!e)
 		return -EINVAL;
@@ -148,12 +148,12 @@ int event_source_link(struct event *e, struct event_source **ret, enum event_sou
 	s->n_ref = 1;
 	s->e = e;
 	s->type = type;
-	s->enabled = EVENT_OFF;
+	s->enabled = LOOP_OFF;
 	s->userdata = userdata;
 	/* A source nobody holds belongs to the loop; one held keeps the loop. */
 	s->floating = !ret;
 	if (!s->floating)
-		event_ref(e);
+		loop_ref(e);
 	s->next = e->sources;
 	if (e->sources)
 		e->sources->prev = s;
@@ -162,7 +162,7 @@ int event_source_link(struct event *e, struct event_source **ret, enum event_sou
 	return 0;
 }
 
-int event_signal_update(struct event *e)
+int loop_signal_update(struct loop *e)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 	int fd;
@@ -183,7 +183,7 @@ int event_signal_update(struct event *e)
 	return 0;
 }
 
-int event_source_io_register(struct event_source *s, uint32_t events)
+int loop_source_io_register(struct loop_source *s, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = s };
 
@@ -194,7 +194,7 @@ int event_source_io_register(struct event_source *s, uint32_t events)
 	return 0;
 }
 
-static void io_unregister(struct event_source *s)
+static void io_unregister(struct loop_source *s)
 {
 	if (!s->io.registered)
 		return;
@@ -203,57 +203,57 @@ static void io_unregister(struct event_source *s)
 	s->io.registered = false;
 }
 
-int event_source_set_enabled(struct event_source *s, int enabled)
+int loop_source_set_enabled(struct loop_source *s, int enabled)
 {
-	struct event *e;
+	struct loop *e;
 	int r;
 
-	if (!s || (enabled != EVENT_ON && enabled != EVENT_OFF && enabled != EVENT_ONESHOT))
+	if (!s || (enabled != LOOP_ON && enabled != LOOP_OFF && enabled != LOOP_ONESHOT))
 		return -EINVAL;
 	e = s->e;
-	if (enabled == EVENT_OFF) {
-		event_pending_remove(e, s);
-		if (s->type == EVENT_SOURCE_IO) {
+	if (enabled == LOOP_OFF) {
+		loop_pending_remove(e, s);
+		if (s->type == LOOP_SOURCE_IO) {
 			io_unregister(s);
 			s->io.revents = 0;
 		}
-	} else if (s->type == EVENT_SOURCE_IO && (s->enabled == EVENT_OFF || !s->io.registered)) {
-		r = event_source_io_register(s, s->io.events);
+	} else if (s->type == LOOP_SOURCE_IO && (s->enabled == LOOP_OFF || !s->io.registered)) {
+		r = loop_source_io_register(s, s->io.events);
 		if (r < 0)
 			return r;
 	}
-	if (s->type == EVENT_SOURCE_DEFER) {
-		if (s->enabled == EVENT_OFF && enabled != EVENT_OFF)
+	if (s->type == LOOP_SOURCE_DEFER) {
+		if (s->enabled == LOOP_OFF && enabled != LOOP_OFF)
 			e->n_defer_on++;
-		else if (s->enabled != EVENT_OFF && enabled == EVENT_OFF)
+		else if (s->enabled != LOOP_OFF && enabled == LOOP_OFF)
 			e->n_defer_on--;
 	}
 	s->enabled = enabled;
 	return 0;
 }
 
-struct event *event_source_get_event(struct event_source *s)
+struct loop *loop_source_get_loop(struct loop_source *s)
 {
 	return s ? s->e : NULL;
 }
 
-struct event_source *event_source_ref(struct event_source *s)
+struct loop_source *loop_source_ref(struct loop_source *s)
 {
 	if (s)
 		s->n_ref++;
 	return s;
 }
 
-static void source_free(struct event_source *s)
+static void source_free(struct loop_source *s)
 {
-	struct event *e = s->e;
+	struct loop *e = s->e;
 	bool floating = s->floating;
 
-	(void)event_source_set_enabled(s, EVENT_OFF);
-	if (s->type == EVENT_SOURCE_SIGNAL && e->signals[s->signal.sig] == s) {
+	(void)loop_source_set_enabled(s, LOOP_OFF);
+	if (s->type == LOOP_SOURCE_SIGNAL && e->signals[s->signal.sig] == s) {
 		e->signals[s->signal.sig] = NULL;
 		(void)sigdelset(&e->sigmask, s->signal.sig);
-		(void)event_signal_update(e);
+		(void)loop_signal_update(e);
 	}
 	if (s->prev)
 		s->prev->next = s->next;
@@ -264,19 +264,19 @@ static void source_free(struct event_source *s)
 	free(s->description);
 	free(s);
 	if (!floating)
-		(void)event_unref(e);
+		(void)loop_unref(e);
 }
 
-struct event_source *event_source_unref(struct event_source *s)
+struct loop_source *loop_source_unref(struct loop_source *s)
 {
 	if (s && --s->n_ref == 0)
 		source_free(s);
 	return NULL;
 }
 
-struct event_source *event_source_disable_unref(struct event_source *s)
+struct loop_source *loop_source_disable_unref(struct loop_source *s)
 {
 	if (s)
-		(void)event_source_set_enabled(s, EVENT_OFF);
-	return event_source_unref(s);
+		(void)loop_source_set_enabled(s, LOOP_OFF);
+	return loop_source_unref(s);
 }
