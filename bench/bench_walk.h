@@ -8,7 +8,7 @@
  * read each record's event id.  No validation beyond staying inside the
  * page, no encoding.  Written from the ring-buffer layout the kernel
  * documents in include/linux/ring_buffer.h, independently of
- * probes/ftrace/parse/ftrace_parse_internal.h so that the two can be compared.
+ * probes/ftrace/parse/ftrace_page.h so that the two can be compared.
  */
 
 #include <stddef.h>

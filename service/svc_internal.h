@@ -428,6 +428,9 @@ int svc_packets_provenance(struct svc_session *ss);
 int svc_packets_system_info(struct svc_session *ss);
 /* A TracingServiceEvent with a bool set at @field, stamped with @ts. */
 int svc_packets_event(struct svc_session *ss, uint32_t field, uint64_t ts);
+/* A TracingServiceEvent now (after a clock snapshot, with @snapshot_clocks,
+ * so that it covers the event's timestamp), pushed out at once. */
+void svc_packets_event_now(struct svc_session *ss, uint32_t field, bool snapshot_clocks);
 /* slow_starting_data_sources / last_flush_slow_data_sources. */
 int svc_packets_slow_data_sources(struct svc_session *ss, uint32_t field, bool (*pick)(const struct svc_ds_inst *i, const void *arg), const void *arg);
 int svc_packets_trace_stats(struct svc_session *ss);
@@ -440,6 +443,9 @@ struct svc_producer *svc_producer_free(struct svc_producer *p);
 void svc_producer_queue(struct svc_producer *p, struct svc_out *out);
 int svc_producer_send_command(struct svc_producer *p, const Perfetto__Protos__GetAsyncCommandResponse *cmd,
 			      bool with_smb_fd);
+/* Queue a command without the SMB fd; a failure is the connection's, logged
+ * at debug. */
+int svc_producer_send(struct svc_producer *p, Perfetto__Protos__GetAsyncCommandResponse *cmd);
 /* Send everything queued (from the service's send turn). */
 void svc_producer_flush_outbox(struct svc_producer *p);
 /* GetAsyncCommand: @reply becomes the command stream (a held SetupTracing
@@ -484,26 +490,6 @@ static inline void *svc_copy_message(const ProtobufCMessage *m)
 		return NULL;
 	protobuf_c_message_pack(m, buf);
 	return protobuf_c_message_unpack(m->descriptor, NULL, len, buf);
-}
-
-/* A TracingServiceEvent now, pushed out at once. */
-static inline void svc_session_write_event(struct svc_session *ss, uint32_t field, bool snapshot_clocks)
-{
-	/* Clocks first, so the snapshot covers the event's timestamp. */
-	if (snapshot_clocks)
-		(void)svc_packets_clock_snapshot(ss);
-	(void)svc_packets_event(ss, field, svc_now_boot_ns());
-	svc_output_flush(ss);
-}
-
-/* Queue a command without the SMB fd; a failure is the connection's. */
-static inline int svc_session_send(struct svc_producer *p, Perfetto__Protos__GetAsyncCommandResponse *cmd)
-{
-	int r = svc_producer_send_command(p, cmd, false);
-
-	if (r < 0)
-		log_debug_errno(r, "service: queueing a command for producer %u failed: %m", p->id);
-	return r;
 }
 
 /* ---- svc_session_disable.c: the end of a session ----------------------- */

@@ -343,3 +343,11 @@ int svc_packets_trace_stats(struct svc_session *ss)
 	tp.trace_stats = &st;
 	return emit(ss, &tp);
 }
+
+void svc_packets_event_now(struct svc_session *ss, uint32_t field, bool snapshot_clocks)
+{
+	if (snapshot_clocks)
+		(void)svc_packets_clock_snapshot(ss);
+	(void)svc_packets_event(ss, field, svc_now_boot_ns());
+	svc_output_flush(ss);
+}

@@ -356,3 +356,12 @@ void svc_producer_read(struct svc_producer *p, bool final)
 			svc_output_flush(ss);
 }
 
+
+int svc_producer_send(struct svc_producer *p, Perfetto__Protos__GetAsyncCommandResponse *cmd)
+{
+	int r = svc_producer_send_command(p, cmd, false);
+
+	if (r < 0)
+		log_debug_errno(r, "service: queueing a command for producer %u failed: %m", p->id);
+	return r;
+}

@@ -139,7 +139,7 @@ static int on_clear_period(struct loop_source *es, uint64_t usec, void *userdata
 		cl.data_source_ids = ids;
 		cmd.cmd_case = PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_CLEAR_INCREMENTAL_STATE;
 		cmd.clear_incremental_state = &cl;
-		(void)svc_session_send(p, &cmd);
+		(void)svc_producer_send(p, &cmd);
 	}
 	return 0;
 }

@@ -20,7 +20,7 @@ void svc_session_disable_ds(struct svc_ds_inst *inst, bool immediately)
 	cmd.cmd_case = PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_STOP_DATA_SOURCE;
 	cmd.stop_data_source = &sd;
 	if (inst->producer)
-		(void)svc_session_send(inst->producer, &cmd);
+		(void)svc_producer_send(inst->producer, &cmd);
 }
 
 static bool all_stopped(const struct svc_session *ss)
@@ -100,7 +100,7 @@ void svc_session_disable_finish(struct svc_session *ss)
 		}
 	ss->state = SVC_SESSION_DISABLED;
 
-	svc_session_write_event(ss, SVC_EVENT_TRACING_DISABLED, /* snapshot_clocks= */ true);
+	svc_packets_event_now(ss, SVC_EVENT_TRACING_DISABLED, /* snapshot_clocks= */ true);
 	(void)svc_packets_event(ss, SVC_EVENT_READ_TRACING_BUFFERS_COMPLETED, svc_now_boot_ns());
 	(void)svc_packets_trace_stats(ss);
 	svc_output_flush(ss);

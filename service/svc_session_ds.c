@@ -174,7 +174,7 @@ struct svc_ds_inst *svc_session_ds_setup(struct svc_session *ss,
 	sd.config = inst->config;
 	cmd.cmd_case = PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_SETUP_DATA_SOURCE;
 	cmd.setup_data_source = &sd;
-	(void)svc_session_send(p, &cmd);
+	(void)svc_producer_send(p, &cmd);
 	return inst;
 }
 
@@ -186,7 +186,7 @@ void svc_session_ds_all_started(struct svc_session *ss)
 		if (i->state != SVC_DS_STARTED)
 			return;
 	ss->all_started_notified = true;
-	svc_session_write_event(ss, SVC_EVENT_ALL_DATA_SOURCES_STARTED, /* snapshot_clocks= */ true);
+	svc_packets_event_now(ss, SVC_EVENT_ALL_DATA_SOURCES_STARTED, /* snapshot_clocks= */ true);
 	if (ss->hooks.all_started)
 		ss->hooks.all_started(ss, ss->userdata);
 }
@@ -203,7 +203,7 @@ void svc_session_ds_start(struct svc_session *ss, struct svc_ds_inst *inst)
 	sd.config = inst->config;
 	cmd.cmd_case = PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_START_DATA_SOURCE;
 	cmd.start_data_source = &sd;
-	(void)svc_session_send(inst->producer, &cmd);
+	(void)svc_producer_send(inst->producer, &cmd);
 	if (inst->state == SVC_DS_STARTED)
 		svc_session_ds_all_started(ss);
 }

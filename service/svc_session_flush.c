@@ -37,7 +37,7 @@ static int on_flush_defer(struct loop_source *es, void *userdata)
 		}
 
 	/* traced's CompleteFlush. */
-	svc_session_write_event(ss, SVC_EVENT_ALL_DATA_SOURCES_FLUSHED, /* snapshot_clocks= */ true);
+	svc_packets_event_now(ss, SVC_EVENT_ALL_DATA_SOURCES_FLUSHED, /* snapshot_clocks= */ true);
 	if (f->success)
 		ss->stats.flushes_acked++;
 	else
@@ -152,7 +152,7 @@ int svc_session_flush_start(struct svc_session *ss, uint64_t flags, bool final,
 		fl.flags = flags;
 		cmd.cmd_case = PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_FLUSH;
 		cmd.flush = &fl;
-		(void)svc_session_send(p, &cmd);
+		(void)svc_producer_send(p, &cmd);
 		f->producers[f->n_producers++] = p->id;
 	}
 	SVC_LIST_APPEND(flushes, ss, f);

@@ -2,13 +2,13 @@
 /*
  * ftrace_page - the kernel ring-buffer page header, and the checked
  * record walker.  Its fast path, for the records well inside the data,
- * is inline (ftrace_page_next() in ftrace_parse_internal.h) so that the
+ * is inline (ftrace_page_next() in ftrace_page.h) so that the
  * per-event loop pays no call.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "probes/ftrace/parse/ftrace_parse_internal.h"
+#include "probes/ftrace/parse/ftrace_page.h"
 #include "util/util.h"
 
 /* Pages are read in place: the kernel's byte order must be ours. */
