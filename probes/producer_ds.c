@@ -115,6 +115,38 @@ static void on_commit_soon(void *host)
 	producer_commit_soon(ds->producer);
 }
 
+/* Started (or failed to): count it, tell the hooks, commit what the start wrote. */
+static void start_done(struct producer *p, struct producer_ds *ds, int r)
+{
+	if (r < 0)
+		log_error_errno(r, "Failed to start data source instance %llu: %m", (unsigned long long)ds->id);
+	ds->started = true;
+	/* a start may already have filled chunks (the full /proc scan) */
+	producer_commit_soon(p);
+	if (r >= 0 && ds->inst && p->hooks.ds_started)
+		p->hooks.ds_started(p, ds->ops->name, p->userdata);
+}
+
+/*
+ * ds_host.started: a start that went on off the loop is over.  Said in the
+ * log with its delay and reason, since the trace then begins that much
+ * after the service asked; then acked, as traced_probes acks every start.
+ */
+static void on_started(void *host, int error, const char *why)
+{
+	struct producer_ds *ds = host;
+	struct producer *p = ds->producer;
+	uint64_t ns = now_ns(CLOCK_MONOTONIC) - ds->start_asked_ns;
+
+	if (!ds->starting)
+		return;
+	ds->starting = false;
+	log_notice("%s for session %llu started %.1f s after StartDataSource: %s", ds->ops->name,
+		   (unsigned long long)ds->tracing_session_id, (double)ns / 1e9, why ? why : "held");
+	start_done(p, ds, error);
+	notify(p, PRODUCER_METHOD_NOTIFY_DATA_SOURCE_STARTED, ds->id);
+}
+
 void producer_ds_report_sum(struct ds_report *r)
 {
 	for (unsigned i = 0; i < r->n_cpus; i++) {
@@ -280,7 +312,7 @@ int producer_ds_setup(struct producer *p,
 		.instance_id = ds->id,
 		.tracing_session_id = ds->tracing_session_id,
 		.sink = smb_writer_sink(ds->writer),
-		.host = { .notice = on_notice, .commit_soon = on_commit_soon, .host = ds },
+		.host = { .notice = on_notice, .commit_soon = on_commit_soon, .started = on_started, .host = ds },
 	};
 	r = ops->setup(&env, cfg, &ds->inst, &why, &warnings);
 	if (r < 0) {
@@ -307,17 +339,19 @@ void producer_ds_start(struct producer *p, uint64_t id)
 		log_warning("StartDataSource for unknown instance %llu, ignoring", (unsigned long long)id);
 		return;
 	}
+	if (ds->starting)
+		return; /* acked when it reports */
 	if (!ds->failed && !ds->started) {
+		ds->start_asked_ns = now_ns(CLOCK_MONOTONIC);
 		if (ds->inst)
 			r = ds->ops->start(ds->inst);
-		if (r < 0)
-			log_error_errno(r, "Failed to start data source instance %llu: %m",
-					(unsigned long long)id);
-		ds->started = true;
-		/* a start may already have filled chunks (the full /proc scan) */
-		producer_commit_soon(p);
-		if (r >= 0 && ds->inst && p->hooks.ds_started)
-			p->hooks.ds_started(p, ds->ops->name, p->userdata);
+		if (r == DS_START_LATER) {
+			ds->starting = true;
+			log_debug("%s instance %llu: start held (setup still running off the loop)",
+				  ds->ops->name, (unsigned long long)id);
+			return;
+		}
+		start_done(p, ds, r);
 	}
 	/* as traced_probes: notify even when the start failed internally */
 	notify(p, PRODUCER_METHOD_NOTIFY_DATA_SOURCE_STARTED, id);

@@ -44,6 +44,8 @@ struct producer_ds {
 	uint64_t tracing_session_id;
 	struct smb_writer *writer;
 	bool started;
+	bool starting;            /* its start returned DS_START_LATER: acked when it reports */
+	uint64_t start_asked_ns;  /* CLOCK_MONOTONIC of StartDataSource */
 	bool failed;              /* setup failed: answer Start/Stop, record nothing */
 };
 

@@ -50,8 +50,22 @@ struct ds_host {
 	void (*notice)(void *host, const struct ds_notice *n);
 	/* Packets were written outside a Flush: commit them soon. */
 	void (*commit_soon)(void *host);
+	/*
+	 * A start that returned DS_START_LATER is over (@error: 0 or the
+	 * start's -errno; @why: what held it, for the log).  Called from the
+	 * loop, at most once, never after the instance was freed.
+	 */
+	void (*started)(void *host, int error, const char *why);
 	void *host;
 };
+
+/*
+ * ds_ops.start: the start goes on off the loop thread (a ring-buffer
+ * resize of seconds); ds_host.started reports its end, and only then is
+ * StartDataSource acknowledged (the service waits for it: every data
+ * source is registered with will_notify_on_start).
+ */
+#define DS_START_LATER 1
 
 /* Everything an instance is given at setup; copied by the instance. */
 struct ds_env {
@@ -126,6 +140,7 @@ struct ds_ops {
 	 */
 	int (*setup)(const struct ds_env *env, const struct Perfetto__Protos__DataSourceConfig *cfg,
 		     void **ret, char **ret_error, char **ret_warnings);
+	/* StartDataSource.  Returns: 0, DS_START_LATER, or -errno. */
 	int (*start)(void *ds);
 	/* Flush: write what is pending and call the sink's flush(). */
 	int (*flush)(void *ds);

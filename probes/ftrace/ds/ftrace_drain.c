@@ -10,6 +10,7 @@
  * pass as soon as the kernel reports a CPU's buffer that full.
  */
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -31,6 +32,7 @@ struct ftrace_drain {
 	/* [n_cpus]: wake-ups when a CPU's buffer reaches buffer_percent */
 	struct loop_source **wake;
 	uint64_t pages_read;            /* by every pass, for the wake-ups */
+	struct loop_source *resize;     /* the resize thread's eventfd */
 };
 
 int ftrace_drain_new(struct loop *e, struct ftrace_tracefs *tfs, struct ftrace_drain **ret,
@@ -81,6 +83,7 @@ struct ftrace_drain *ftrace_drain_free(struct ftrace_drain *d)
 		for (unsigned i = 0; i < d->n_cpus; i++)
 			d->wake[i] = loop_source_disable_unref(d->wake[i]);
 	free(d->wake);
+	d->resize = loop_source_disable_unref(d->resize);
 	if (d->cpus)
 		for (unsigned i = 0; i < d->n_cpus; i++)
 			ftrace_cpu_free(d->cpus[i]);
@@ -391,4 +394,69 @@ void ftrace_drain_arm_wake(struct ftrace_drain *d)
 		}
 		(void)loop_source_set_enabled(d->wake[i], LOOP_ONESHOT);
 	}
+}
+
+/* ---- the directory's buffer resize ---------------------------------------- */
+
+static void resize_done(struct ftrace_drain *d)
+{
+	_cleanup_free_ char *err = NULL;
+	struct ftrace_drain_reader *next;
+	uint64_t ns = 0;
+	uint32_t kb = 0;
+	char why[512];
+	int r;
+
+	d->resize = loop_source_disable_unref(d->resize);
+	r = ftrace_tracefs_resize_finish(d->tfs, &kb, &ns, &err);
+	if (r < 0)
+		(void)snprintf(why, sizeof(why), "buffer_size_kb %u failed after %.1f s (%s); recording with the "
+			       "buffer size the kernel kept", kb, (double)ns / 1e9, err ? err : strerror(-r));
+	else
+		(void)snprintf(why, sizeof(why), "buffer_size_kb %u took %.1f s", kb, (double)ns / 1e9);
+	for (struct ftrace_drain_reader *x = d->readers; x; x = next) {
+		next = x->next;
+		if (!x->waiting)
+			continue;
+		x->waiting = false;
+		if (x->ops->ready)
+			x->ops->ready(x, why);
+	}
+}
+
+static int on_resize(struct loop_source *s, int fd, uint32_t revents, void *userdata)
+{
+	(void)s;
+	(void)fd;
+	(void)revents;
+	resize_done(userdata);
+	return 0;
+}
+
+int ftrace_drain_resize_start(struct ftrace_drain *d)
+{
+	int fd, r;
+
+	r = ftrace_tracefs_resize_start(d->tfs, &fd);
+	if (r <= 0)
+		return r;
+	if (d->resize)
+		return 0;
+	return loop_add_io(d->event, &d->resize, fd, EPOLLIN, on_resize, d);
+}
+
+bool ftrace_drain_resizing(const struct ftrace_drain *d)
+{
+	return ftrace_tracefs_resizing(d->tfs) || ftrace_tracefs_resize_planned(d->tfs);
+}
+
+void ftrace_drain_resize_wait(struct ftrace_drain *d)
+{
+	if (ftrace_drain_resizing(d))
+		resize_done(d);
+}
+
+void ftrace_drain_resize_forget(struct ftrace_drain *d)
+{
+	d->resize = loop_source_disable_unref(d->resize);
 }

@@ -127,6 +127,18 @@ static void reader_release(struct ftrace_drain_reader *r)
 	ftrace_ds_free(ds_of(r));
 }
 
+static int start_now(struct ftrace_ds *ds);
+
+/* The resize the start waited for is over: start now, then say so. */
+static void reader_ready(struct ftrace_drain_reader *r, const char *why)
+{
+	struct ftrace_ds *ds = ds_of(r);
+	int k = start_now(ds);
+
+	if (ds->hooks.started)
+		ds->hooks.started(ds, k, why, ds->userdata);
+}
+
 static const struct ftrace_drain_reader_ops reader_ops = {
 	.pass_begin = reader_pass_begin,
 	.batch_begin = reader_batch_begin,
@@ -135,6 +147,7 @@ static const struct ftrace_drain_reader_ops reader_ops = {
 	.read_error = reader_read_error,
 	.pass_end = reader_pass_end,
 	.release = reader_release,
+	.ready = reader_ready,
 };
 
 /* ---- lifecycle ------------------------------------------------------------ */
@@ -440,11 +453,18 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 		.drain_buffer_percent = ds->cfg->drain_buffer_percent,
 		.preserve = ds->cfg->preserve,
 		.mono_raw = ds->cfg->mono_raw,
+		.defer_resize = ds->hooks.started != NULL,
 	};
 	r = ftrace_tracefs_attach(ds->tfs, &tp, ret_error);
 	if (r < 0)
 		return r;
 	ds->attached = true;
+	/*
+	 * The resize runs while the rest of the setup and the service's
+	 * StartDataSource go on; without a thread, here and now.
+	 */
+	if (tp.defer_resize && ftrace_drain_resize_start(ds->drain) < 0)
+		ftrace_drain_resize_wait(ds->drain);
 
 	r = ftrace_tracefs_enable_events(ds->tfs, ds->cfg->events, ds->cfg->n_events, ds->enabled,
 					 &enable_errors);
@@ -520,12 +540,25 @@ static bool any_entries(const struct ftrace_cpu_stats *st, unsigned n)
 
 int ftrace_ds_start(struct ftrace_ds *ds)
 {
-	int r;
-
 	if (!ds)
 		return -EINVAL;
-	if (ds->started)
+	if (ds->started || ds->reader.waiting)
 		return -EALREADY;
+	/* Tracing on now would record into a buffer the resize is about to rebuild. */
+	if (ftrace_drain_resizing(ds->drain)) {
+		if (!ds->hooks.started) {
+			ftrace_drain_resize_wait(ds->drain);
+		} else {
+			ds->reader.waiting = true;
+			return FTRACE_DS_START_LATER;
+		}
+	}
+	return start_now(ds);
+}
+
+static int start_now(struct ftrace_ds *ds)
+{
+	int r;
 
 	r = ftrace_drain_open_cpus(ds->drain);
 	if (r < 0)
@@ -678,6 +711,9 @@ struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds)
 		}
 		ftrace_drain_remove_reader(ds->drain, &ds->reader);
 		if (ds->attached) {
+			/* The last one's detach waits for a resize still running and closes its eventfd. */
+			if (ftrace_tracefs_n_attached(ds->tfs) == 1)
+				ftrace_drain_resize_forget(ds->drain);
 			ftrace_extra_release(ds->extra, ds->tfs);
 			ftrace_tracefs_release_events(ds->tfs, ds->cfg->events, ds->cfg->n_events, ds->enabled);
 			/* The last one restores current_tracer, which open readers would block. */

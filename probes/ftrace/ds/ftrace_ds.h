@@ -89,7 +89,19 @@ struct ftrace_ds_hooks {
 	 * lookups for them and commits.  The set is cleared after the call.
 	 */
 	void (*pass_done)(struct ftrace_ds *ds, const struct ftrace_pidset *pids, void *userdata);
+	/*
+	 * Optional: with it, the buffer resize of a directory's first setup
+	 * runs on a thread of its own, and a start that comes before it is
+	 * over returns FTRACE_DS_START_LATER; this is called from the loop
+	 * when the data source has really started (@error: 0 or the start's
+	 * -errno; @why: what held it).  Without it, a start waits for the
+	 * resize, blocking.
+	 */
+	void (*started)(struct ftrace_ds *ds, int error, const char *why, void *userdata);
 };
+
+/* ftrace_ds_start(): started later, through ftrace_ds_hooks.started. */
+#define FTRACE_DS_START_LATER 1
 
 /**
  * ftrace_ds_setup - SetupDataSource for linux.ftrace: validate @cfg and do
@@ -131,7 +143,9 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
  * ftrace_ds_start - StartDataSource: tracing_on=1 if this is the first
  * started data source on its tracefs directory, open the per-CPU readers,
  * take the START_OF_TRACE stats snapshot and arm the drain timer.
- * Returns: 0, -EALREADY if already started, -errno from tracefs.
+ * Returns: 0, FTRACE_DS_START_LATER (the directory's buffer is still being
+ * resized: hooks.started follows), -EALREADY if already started (or about
+ * to be), -errno from tracefs.
  */
 int ftrace_ds_start(struct ftrace_ds *ds);
 

@@ -54,6 +54,12 @@ struct ftrace_drain_reader_ops {
 	void (*pass_end)(struct ftrace_drain_reader *r);
 	/* Free the data source (which detaches the reader): ftrace_host_free(). */
 	void (*release)(struct ftrace_drain_reader *r);
+	/*
+	 * The directory's buffer resize, which a waiting reader's start was
+	 * held for, is over (@why: what it was and how long it took, or how
+	 * it failed; the buffer then keeps the kernel's size).
+	 */
+	void (*ready)(struct ftrace_drain_reader *r, const char *why);
 };
 
 /* Filled by the data source; the list link and started flag are the drain's. */
@@ -62,6 +68,7 @@ struct ftrace_drain_reader {
 	uint32_t period_ms;             /* drain_period_ms, read while started */
 	uint32_t buffer_percent;        /* drain_buffer_percent, 0: no wake-ups */
 	bool started;
+	bool waiting;                   /* its start waits for the resize (ops->ready) */
 	struct ftrace_drain_reader *next;
 };
 
@@ -116,6 +123,22 @@ uint32_t ftrace_drain_period_ms(const struct ftrace_drain *d);
 
 /* (Re)arm or stop the buffer_percent wake-ups after a start or a stop. */
 void ftrace_drain_arm_wake(struct ftrace_drain *d);
+
+/*
+ * The buffer resize of the directory, off the loop thread: the first
+ * attach only plans it (ftrace_tracefs_params.defer_resize); a reader
+ * whose start comes before the resize is over sets ->waiting and its
+ * ops->ready runs when the resize thread is done, from the loop.
+ */
+
+/* Start the planned resize's thread and watch its eventfd.  Returns: 0 or -errno. */
+int ftrace_drain_resize_start(struct ftrace_drain *d);
+/* A resize is planned or running: a start now would record into a buffer about to be rebuilt. */
+bool ftrace_drain_resizing(const struct ftrace_drain *d);
+/* Block until the resize is over, then ready the waiting readers (a caller with no loop). */
+void ftrace_drain_resize_wait(struct ftrace_drain *d);
+/* Stop watching the eventfd: the last detach is about to join the thread and close it. */
+void ftrace_drain_resize_forget(struct ftrace_drain *d);
 
 /* ==== mmap readers (ftrace_cpu_map.c) ==== */
 /*

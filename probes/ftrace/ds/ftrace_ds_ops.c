@@ -64,11 +64,21 @@ static void on_pass_done(struct ftrace_ds *ds, const struct ftrace_pidset *pids,
 		o->host.notice(o->host.host, &n);
 }
 
+/* A start held by the buffer resize is over: the producer acks it now. */
+static void on_started(struct ftrace_ds *ds, int error, const char *why, void *userdata)
+{
+	struct ftrace_ops_ds *o = userdata;
+
+	(void)ds;
+	if (o->host.started)
+		o->host.started(o->host.host, error, why);
+}
+
 static int ops_setup(const struct ds_env *env, const Perfetto__Protos__DataSourceConfig *cfg,
 		     void **ret, char **ret_error, char **ret_warnings)
 {
 	static const Perfetto__Protos__FtraceConfig empty = PERFETTO__PROTOS__FTRACE_CONFIG__INIT;
-	const struct ftrace_ds_hooks hooks = { .pass_done = on_pass_done };
+	const struct ftrace_ds_hooks hooks = { .pass_done = on_pass_done, .started = on_started };
 	struct ftrace_ops_ds *o;
 	const char *warnings;
 	int r;
@@ -96,8 +106,9 @@ static int ops_setup(const struct ds_env *env, const Perfetto__Protos__DataSourc
 static int ops_start(void *ds)
 {
 	struct ftrace_ops_ds *o = ds;
+	int r = ftrace_ds_start(o->ds);
 
-	return ftrace_ds_start(o->ds);
+	return r == FTRACE_DS_START_LATER ? DS_START_LATER : r;
 }
 
 static int ops_flush(void *ds)

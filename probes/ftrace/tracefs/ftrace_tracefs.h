@@ -144,6 +144,11 @@ struct ftrace_tracefs_params {
 	uint32_t drain_buffer_percent;  /* 0: leave buffer_percent alone */
 	bool preserve;                  /* keep buffer, clock and size */
 	bool mono_raw;
+	/*
+	 * Only plan the buffer_size_kb write (undo entry persisted): the
+	 * caller runs it with ftrace_tracefs_resize_start(), off its loop.
+	 */
+	bool defer_resize;
 };
 
 /**
@@ -155,6 +160,35 @@ struct ftrace_tracefs_params {
  */
 int ftrace_tracefs_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_params *p,
 			  char **ret_error);
+
+/* -- the buffer resize off the loop thread (ftrace_tracefs_resize.c) -- */
+
+/* A resize the first attach planned (defer_resize) and nobody started yet. */
+bool ftrace_tracefs_resize_planned(const struct ftrace_tracefs *t);
+/* A resize thread is running, or has finished and not been joined. */
+bool ftrace_tracefs_resizing(const struct ftrace_tracefs *t);
+
+/**
+ * ftrace_tracefs_resize_start - write the planned buffer_size_kb on a
+ * thread of its own.  The thread uses only the directory's fd; the caller
+ * must not close it (ftrace_tracefs_detach() and _free() join first).
+ * @ret_fd: an eventfd that becomes readable when the write has returned
+ *   (owned by @t; closed by ftrace_tracefs_resize_finish()).
+ * Returns: 1 (running; also when already running), 0 (nothing planned),
+ * -errno.
+ */
+int ftrace_tracefs_resize_start(struct ftrace_tracefs *t, int *ret_fd);
+
+/**
+ * ftrace_tracefs_resize_finish - join the resize thread (blocks until the
+ * write returned; at once after the eventfd fired), or do a planned write
+ * that was never started, here.  A failed resize leaves the kernel's size
+ * as it was (the undo entry stays, and is harmless).
+ * @ret_kb, @ret_ns: the size asked for, and how long the write took.
+ * Returns: 0 (also when there was nothing to do) or the write's -errno.
+ */
+int ftrace_tracefs_resize_finish(struct ftrace_tracefs *t, uint32_t *ret_kb, uint64_t *ret_ns,
+				 char **ret_error);
 
 /**
  * ftrace_tracefs_detach - a data source leaves (after its events were

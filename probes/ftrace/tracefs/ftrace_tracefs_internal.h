@@ -51,6 +51,9 @@ struct ftrace_tracefs {
 	int clock;                      /* FtraceClock of trace_clock, -1 unknown */
 	uint32_t cached_buffer_kb;
 	uint32_t buffer_percent;        /* what we wrote, 0 if untouched */
+	/* the buffer resize (ftrace_tracefs_resize.c) */
+	uint32_t resize_kb;             /* planned by the first attach, not written yet; 0: none */
+	struct ftrace_tracefs_resize *resize;   /* its thread, while one runs */
 
 	/* directory-wide features (ftrace_tracefs_features.c) */
 	char *syscall_filter;           /* raw_syscalls filter we wrote, NULL: none */
@@ -68,6 +71,12 @@ void ftrace_tracefs_features_reset(struct ftrace_tracefs *t);
  * Returns: an O_PATH fd, or -errno.
  */
 int ftrace_tracefs_root_dirfd(const struct ftrace_tracefs *t);
+
+/*
+ * Wait for a running resize thread and drop its result, and forget a
+ * planned one: the restore is about to write buffer_size_kb back.
+ */
+void ftrace_tracefs_resize_join(struct ftrace_tracefs *t);
 
 /* Snapshot error_log so that older entries are not blamed on our writes. */
 void ftrace_tracefs_note_kernel_error(struct ftrace_tracefs *t);

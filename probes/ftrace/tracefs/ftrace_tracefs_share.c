@@ -184,7 +184,9 @@ static int first_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_pa
 	r = setup_clock(t, p->mono_raw, ret_error);
 	if (r < 0)
 		return r;
-	if (resize) {
+	if (resize && p->defer_resize) {
+		t->resize_kb = buffer_kb_to_write(p->buffer_size_kb);
+	} else if (resize) {
 		char v[32];
 		uint32_t kb = buffer_kb_to_write(p->buffer_size_kb);
 
@@ -209,6 +211,7 @@ int ftrace_tracefs_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_
 				(void)ftrace_tracefs_restore(t);
 			t->clock = -1;
 			t->cached_buffer_kb = 0;
+			t->resize_kb = 0;
 			return r;
 		}
 	}
@@ -222,6 +225,8 @@ int ftrace_tracefs_detach(struct ftrace_tracefs *t)
 		return -EINVAL;
 	if (--t->n_attached > 0)
 		return 0;
+	/* A resize still running writes the file the restore puts back: wait for it. */
+	(void)ftrace_tracefs_resize_join(t);
 	t->n_active = 0;
 	t->cached_buffer_kb = 0;
 	t->buffer_percent = 0;
