@@ -115,6 +115,8 @@ static void on_commit_soon(void *host)
 	producer_commit_soon(ds->producer);
 }
 
+#define LATE_START_NOTICE_NS (100 * 1000000ull)
+
 /* Started (or failed to): count it, tell the hooks, commit what the start wrote. */
 static void start_done(struct producer *p, struct producer_ds *ds, int r)
 {
@@ -141,8 +143,10 @@ static void on_started(void *host, int error, const char *why)
 	if (!ds->starting)
 		return;
 	ds->starting = false;
-	log_notice("%s for session %llu started %.1f s after StartDataSource: %s", ds->ops->name,
-		   (unsigned long long)ds->tracing_session_id, (double)ns / 1e9, why ? why : "held");
+	/* a few ms are the common case (a small resize): only a real delay is news */
+	log_full_errno(ns >= LATE_START_NOTICE_NS ? LOG_LEVEL_NOTICE : LOG_LEVEL_DEBUG, 0,
+		       "%s for session %llu started %.1f s after StartDataSource: %s", ds->ops->name,
+		       (unsigned long long)ds->tracing_session_id, (double)ns / 1e9, why ? why : "held");
 	start_done(p, ds, error);
 	notify(p, PRODUCER_METHOD_NOTIFY_DATA_SOURCE_STARTED, ds->id);
 }

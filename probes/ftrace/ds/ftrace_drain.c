@@ -414,6 +414,7 @@ static void resize_done(struct ftrace_drain *d)
 			       "buffer size the kernel kept", kb, (double)ns / 1e9, err ? err : strerror(-r));
 	else
 		(void)snprintf(why, sizeof(why), "buffer_size_kb %u took %.1f s", kb, (double)ns / 1e9);
+	log_debug("linux.ftrace: %s: %s", ftrace_tracefs_path(d->tfs), why);
 	for (struct ftrace_drain_reader *x = d->readers; x; x = next) {
 		next = x->next;
 		if (!x->waiting)

@@ -459,12 +459,6 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	if (r < 0)
 		return r;
 	ds->attached = true;
-	/*
-	 * The resize runs while the rest of the setup and the service's
-	 * StartDataSource go on; without a thread, here and now.
-	 */
-	if (tp.defer_resize && ftrace_drain_resize_start(ds->drain) < 0)
-		ftrace_drain_resize_wait(ds->drain);
 
 	r = ftrace_tracefs_enable_events(ds->tfs, ds->cfg->events, ds->cfg->n_events, ds->enabled,
 					 &enable_errors);
@@ -494,6 +488,16 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 		return r;
 	if (ftrace_extra_warnings(ds->extra) && str_append_line(&ds->warnings, ftrace_extra_warnings(ds->extra)) < 0)
 		return -ENOMEM;
+
+	/*
+	 * The resize last: the kernel holds its tracefs-wide lock for the
+	 * whole resize, and every open of a tracefs file (of any instance)
+	 * waits for it, so nothing of the setup may come after it on the
+	 * loop.  It runs while the service sends StartDataSource; without a
+	 * thread, here and now.
+	 */
+	if (tp.defer_resize && ftrace_drain_resize_start(ds->drain) < 0)
+		ftrace_drain_resize_wait(ds->drain);
 
 	*ret = TAKE_PTR(ds);
 	trim_heap();
