@@ -145,6 +145,31 @@ static int tick(struct loop_source *src, uint64_t usec, void *userdata)
 	return 0;
 }
 
+/*
+ * The gap a late start leaves, as trace_processor reads it: the service's
+ * tracing_started and all_data_sources_started events (its metadata
+ * tracing_started_ns and all_data_source_started_ns), in ns.
+ */
+static uint64_t start_gap_ns(const struct tp_trace_summary *s)
+{
+	uint64_t started = 0, all = 0;
+
+	for (size_t i = 0; i < s->trace->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *pk = s->trace->packet[i];
+		const Perfetto__Protos__TracingServiceEvent *ev = pk->service_event;
+
+		if (!ev || !pk->has_timestamp)
+			continue;
+		if (ev->event_type_case == PERFETTO__PROTOS__TRACING_SERVICE_EVENT__EVENT_TYPE_TRACING_STARTED)
+			started = pk->timestamp;
+		if (ev->event_type_case == PERFETTO__PROTOS__TRACING_SERVICE_EVENT__EVENT_TYPE_ALL_DATA_SOURCES_STARTED)
+			all = pk->timestamp;
+	}
+	ck_assert_uint_gt(started, 0);
+	ck_assert_uint_ge(all, started);
+	return all - started;
+}
+
 static Perfetto__Protos__TraceConfig *config(const char *instance, const char *extra)
 {
 	char text[1024], err[256];
@@ -256,6 +281,8 @@ START_TEST(test_big_resize_stalls_nobody)
 	ck_assert_msg(t.max_gap * 2 < t.b_started - t.b_asked, "the loop stood still %.3f s of the %.3f s setup",
 		      (double)t.max_gap / 1e6, (double)(t.b_started - t.b_asked) / 1e6);
 	ck_assert_uint_ge(t.advances, 3);
+	/* the big session's trace says it started late, by most of its setup */
+	ck_assert_uint_ge(start_gap_ns(&sb) * 2, (t.b_started - t.b_asked) * 1000ull);
 	tp_trace_free(&sv);
 	tp_trace_free(&sb);
 	protobuf_c_message_free_unpacked(&cfg_v->base, NULL);

@@ -282,6 +282,9 @@ START_TEST(test_config_resolution)
 	cfg.buffer_size_kb = 0xffffffffu;
 	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 16ull << 30, &c, &err), 0);
 	ck_assert_uint_eq(c->buffer_size_kb, FTRACE_BUFFER_KB_MAX);
+	/* the cap is said, not applied silently */
+	ck_assert_ptr_nonnull(c->warnings);
+	ck_assert_ptr_nonnull(strstr(c->warnings, "over the cap of 1048576 KiB"));
 	ftrace_config_free(c);
 	c = NULL;
 	/* a small machine: all CPUs' buffers together stay within a quarter of its memory */
@@ -289,6 +292,8 @@ START_TEST(test_config_resolution)
 	ck_assert_int_eq(ftrace_config_resolve(&cfg, l, 1ull << 30, &c, &err), 0);
 	ck_assert_uint_eq(c->buffer_size_kb,
 			  (1ull << 30) / 4 / 1024 / (uint64_t)sysconf(_SC_NPROCESSORS_CONF));
+	ck_assert_ptr_nonnull(c->warnings);
+	ck_assert_ptr_nonnull(strstr(c->warnings, "more than this machine can hold"));
 	ftrace_config_free(c);
 	c = NULL;
 

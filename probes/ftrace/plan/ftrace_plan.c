@@ -486,15 +486,30 @@ static int resolve_config(const Perfetto__Protos__FtraceConfig *cfg, const struc
 	uint32_t kb = cfg->has_buffer_size_kb ? cfg->buffer_size_kb : 0;
 	if (kb == 0 || (cfg->has_buffer_size_lower_bound && cfg->buffer_size_lower_bound && kb < def))
 		kb = def;
+	/*
+	 * traced_probes v58.2 writes whatever size is asked (it dropped its
+	 * 64 MiB cap); a uint32 of KiB is up to 4 TiB per CPU, which the kernel
+	 * would try to allocate.  Ours: at most 1 GiB per CPU, and all CPUs
+	 * together at most a quarter of the machine's memory.  Either cap is
+	 * said in the warnings (the daemon's log, record's output), and the
+	 * size the kernel then has is in FtraceStats.cpu_buffer_size_pages.
+	 */
 	c->buffer_size_kb = MIN(kb, FTRACE_BUFFER_KB_MAX);
+	if (kb > FTRACE_BUFFER_KB_MAX) {
+		r = warn(c, "buffer_size_kb %u is over the cap of %u KiB (1 GiB) per CPU; using %u", kb,
+			 FTRACE_BUFFER_KB_MAX, FTRACE_BUFFER_KB_MAX);
+		if (r < 0)
+			return r;
+	}
 	/* never ask the kernel for more than a quarter of the machine's memory in all */
 	if (ram_bytes > 0) {
 		long ncpus = sysconf(_SC_NPROCESSORS_CONF);
 		uint64_t cap_kb = ram_bytes / 4 / 1024 / (uint64_t)(ncpus > 0 ? ncpus : 1);
 
 		if (cap_kb >= 4 && c->buffer_size_kb > cap_kb) {
-			r = warn(c, "buffer_size_kb %u is more than this machine can hold; using %llu",
-				 c->buffer_size_kb, (unsigned long long)cap_kb);
+			r = warn(c, "buffer_size_kb %u is more than this machine can hold (all CPUs together at most a "
+				 "quarter of its %llu MiB); using %llu", c->buffer_size_kb,
+				 (unsigned long long)(ram_bytes >> 20), (unsigned long long)cap_kb);
 			if (r < 0)
 				return r;
 			c->buffer_size_kb = (uint32_t)cap_kb;
