@@ -414,7 +414,9 @@ static void resize_done(struct ftrace_drain *d)
 			       "buffer size the kernel kept", kb, (double)ns / 1e9, err ? err : strerror(-r));
 	else
 		(void)snprintf(why, sizeof(why), "buffer_size_kb %u took %.1f s", kb, (double)ns / 1e9);
-	log_debug("linux.ftrace: %s: %s", ftrace_tracefs_path(d->tfs), why);
+	/* a failure is news even when no start waited for it */
+	log_full_errno(r < 0 ? LOG_LEVEL_WARNING : LOG_LEVEL_DEBUG, 0, "linux.ftrace: %s: %s",
+		       ftrace_tracefs_path(d->tfs), why);
 	for (struct ftrace_drain_reader *x = d->readers; x; x = next) {
 		next = x->next;
 		if (!x->waiting)
