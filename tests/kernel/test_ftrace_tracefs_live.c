@@ -16,6 +16,7 @@
 
 #include <check.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -384,6 +385,71 @@ START_TEST(test_buffer_size_left_alone)
 	free(v);
 
 	free(rounded);
+	free(state);
+	fixture_reset();
+	assert_untouched();
+}
+END_TEST
+
+/*
+ * defer_resize: the attach only plans the size (its undo entry persisted
+ * first), a thread writes it and signals an eventfd; a detach while the
+ * thread runs waits for it and puts the old size back.
+ */
+/* A bound only to catch a hang: the wait ends when the eventfd fires. */
+#define RESIZE_HANG_MS 90000
+
+START_TEST(test_deferred_resize)
+{
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 4096, .defer_resize = true };
+	char *err = NULL, *v, *before = read_text(g_inst_dir, "buffer_size_kb"), *state = state_file_path();
+	struct ftrace_tracefs *t;
+	struct pollfd pfd;
+	uint64_t ns = 0;
+	uint32_t kb = 0;
+	int fd = -1;
+
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	v = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_str_eq(v, before); /* not yet */
+	free(v);
+	v = read_text(g_state_dir, strrchr(state, '/') + 1);
+	ck_assert_ptr_nonnull(strstr(v, "buffer_size_kb")); /* but already undoable */
+	free(v);
+	ck_assert(ftrace_tracefs_resize_planned(t));
+	ck_assert_int_eq(ftrace_tracefs_resize_start(t, &fd), 1);
+	ck_assert(ftrace_tracefs_resizing(t));
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	ck_assert_int_eq(poll(&pfd, 1, RESIZE_HANG_MS), 1);
+	ck_assert_int_eq(ftrace_tracefs_resize_finish(t, &kb, &ns, &err), 0);
+	ck_assert_ptr_null(err);
+	ck_assert_uint_eq(kb, 4096);
+	ck_assert(!ftrace_tracefs_resizing(t) && !ftrace_tracefs_resize_planned(t));
+	ck_assert_uint_eq(ftrace_tracefs_cached_buffer_kb(t), 4096);
+	v = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_int_ge(atoi(v), 4096);
+	free(v);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	v = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_str_eq(v, before);
+	free(v);
+
+	/* Left while the thread writes: the detach joins it, then restores. */
+	p.buffer_size_kb = 65536;
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	ck_assert_int_eq(ftrace_tracefs_resize_start(t, &fd), 1);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ck_assert(!ftrace_tracefs_resizing(t));
+	ftrace_tracefs_free(t);
+	v = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_str_eq(v, before);
+	free(v);
+	ck_assert(!file_exists(state));
+
+	free(before);
 	free(state);
 	fixture_reset();
 	assert_untouched();
@@ -832,6 +898,7 @@ static Suite *suite(void)
 	tcase_add_test(k, test_undo_restores_exactly);
 	tcase_add_test(k, test_unexpanded_and_percpu_buffer_sizes);
 	tcase_add_test(k, test_buffer_size_left_alone);
+	tcase_add_test(k, test_deferred_resize);
 	tcase_add_test(k, test_persist_failure_changes_nothing);
 	tcase_add_test(k, test_busy_tracer_rejected);
 	tcase_add_test(k, test_two_sessions_union);

@@ -126,15 +126,15 @@ int ftrace_tracefs_resize_finish(struct ftrace_tracefs *t, uint32_t *ret_kb, uin
 				 char **ret_error)
 {
 	struct ftrace_tracefs_resize *w = t->resize;
+	uint64_t t0;
+	char v[16];
 	int r;
 
 	if (!w) {
 		/* Planned and never started: write it here (a caller with no loop). */
 		if (t->resize_kb == 0)
 			return 0;
-		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-		char v[16];
-
+		t0 = now_ns(CLOCK_MONOTONIC);
 		(void)snprintf(v, sizeof(v), "%u", t->resize_kb);
 		r = ftrace_tracefs_write(t, "buffer_size_kb", v, ret_error);
 		if (ret_ns)
