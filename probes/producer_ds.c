@@ -122,6 +122,7 @@ void producer_ds_report_sum(struct ds_report *r)
 		r->lost_events += r->cpu[i].lost_events;
 		r->pages_with_loss += r->cpu[i].pages_with_loss;
 		r->overrun += r->cpu[i].overrun;
+		r->skipped_events += r->cpu[i].skipped_events;
 	}
 }
 

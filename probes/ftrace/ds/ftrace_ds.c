@@ -577,6 +577,7 @@ static uint32_t kb_to_pages(uint32_t kb, size_t page_size)
 int ftrace_ds_flush(struct ftrace_ds *ds)
 {
 	_cleanup_free_ struct ftrace_cpu_stats *now = NULL;
+	_cleanup_free_ uint64_t *skipped = NULL;
 	struct ftrace_stats_msg m;
 	uint32_t kb = 0;
 	int r;
@@ -618,10 +619,15 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	}
 
 	(void)ftrace_tracefs_read_buffer_kb(ds->tfs, &kb);
+	/* Read and not written, since start: what read_events counts that the trace does not hold. */
+	skipped = calloc(ds->n_cpus, sizeof(*skipped));
+	for (unsigned cpu = 0; skipped && cpu < ds->n_cpus; cpu++)
+		skipped[cpu] = ds->cpu_pass[cpu].skipped_events + ds->cpu_pass[cpu].filtered_events;
 	m = (struct ftrace_stats_msg){
 		.phase = FTRACE_STATS_PHASE_START,
 		.cpu = ds->start_stats,
 		.n_cpu = ds->n_cpus,
+		.bytes_carry_skipped = skipped != NULL,
 		.unknown_events = ds->cfg->unknown,
 		.n_unknown = ds->cfg->n_unknown,
 		.failed_events = ds->failed,
@@ -638,6 +644,7 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	m.phase = FTRACE_STATS_PHASE_END;
 	m.cpu = now;
 	m.n_cpu = now ? ds->n_cpus : 0;
+	m.skipped = skipped;
 	m.unknown_events = NULL;
 	m.n_unknown = 0;
 	m.failed_events = NULL;
@@ -648,7 +655,7 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	write_stats_packet(ds, &m);
 
 	sink_flush(ds);
-	return now ? r : -ENOMEM;
+	return now && skipped ? r : -ENOMEM;
 }
 
 int ftrace_ds_flush_final(struct ftrace_ds *ds)
@@ -769,6 +776,7 @@ int ftrace_ds_get_summary(struct ftrace_ds *ds, struct ftrace_ds_summary **ret)
 		c->pages = p->pages;
 		c->bytes = p->bytes;
 		c->pages_with_loss = p->lost_pages;
+		c->skipped_events = p->skipped_events + p->filtered_events;
 		s->parse_errors += p->parse_errors;
 		if (a->present && b->present) {
 			c->overrun = delta(b->overrun, a->overrun);

@@ -190,6 +190,10 @@ struct ftrace_cpu_summary {
 	uint64_t overrun;         /* kernel overrun since start */
 	uint64_t pages_with_loss; /* pages whose header flagged lost events */
 	uint64_t read_events;     /* kernel read_events since start */
+	/* read from the buffer, not written: events this session did not enable
+	 * (trace_marker lines, other sessions' and tracers' events) and print
+	 * events its print_filter refused; events + skipped = read_events */
+	uint64_t skipped_events;
 };
 
 struct ftrace_ds_summary {

@@ -135,6 +135,8 @@ static int ops_report(void *ds, struct ds_report *r)
 			.lost_events = s->cpu[i].lost_events,
 			.pages_with_loss = s->cpu[i].pages_with_loss,
 			.overrun = s->cpu[i].overrun,
+			.skipped_events = s->cpu[i].skipped_events,
+			.read_events = s->cpu[i].read_events,
 		};
 	return 0;
 }
