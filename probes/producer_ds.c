@@ -330,8 +330,8 @@ void producer_ds_start(struct producer *p, uint64_t id)
 
 void producer_ds_flush(struct producer *p, const Perfetto__Protos__GetAsyncCommandResponse__Flush *f)
 {
-	bool final = p->final_flush && f->has_flags &&
-		     (f->flags & FLUSH_REASON_MASK) == FLUSH_REASON_TRACE_STOP;
+	bool last = f->has_flags && (f->flags & FLUSH_REASON_MASK) == FLUSH_REASON_TRACE_STOP;
+	bool final = p->final_flush && last;
 
 	for (size_t i = 0; i < f->n_data_source_ids; i++) {
 		struct producer_ds *ds = find_ds(p, f->data_source_ids[i]);
@@ -340,6 +340,8 @@ void producer_ds_flush(struct producer *p, const Perfetto__Protos__GetAsyncComma
 			continue;
 		if (ds->inst && final && ds->ops->flush_final)
 			(void)ds->ops->flush_final(ds->inst);
+		else if (ds->inst && last && ds->ops->flush_last)
+			(void)ds->ops->flush_last(ds->inst);
 		else if (ds->inst)
 			(void)ds->ops->flush(ds->inst);
 		if (ds->writer)

@@ -143,6 +143,14 @@ struct ds_ops {
 	 * it, flush() is called.
 	 */
 	int (*flush_final)(void *ds);
+	/*
+	 * Optional: that same last Flush when it is not final (the daemon:
+	 * tracing stays on, the buffer may be shared).  Flush as flush() does,
+	 * then write nothing more before StopDataSource, so that the counts
+	 * this flush wrote are the trace's last word.  Without it, flush() is
+	 * called.
+	 */
+	int (*flush_last)(void *ds);
 	/* Optional: ClearIncrementalState (its presence is registered as
 	 * handles_incremental_state_clear). */
 	int (*clear_incremental)(void *ds);
