@@ -46,6 +46,10 @@ static struct tp_fixture fx;
 static char tmpdir[] = "/tmp/tp-accounting-XXXXXX";
 static char state_dir[128];
 static unsigned n_cpus;
+/* Held here so that teardown frees them when an assertion stops a test half-way:
+ * open trace_pipe_raw files would keep the instance from being removed. */
+static struct ftrace_host *g_host;
+static struct loop *g_loop;
 
 static void setup(void)
 {
@@ -57,7 +61,10 @@ static void setup(void)
 
 static void teardown(void)
 {
-	/* A test that failed half-way left its undo list behind: replay it first. */
+	/* A test that failed half-way: its data sources and readers first (the host frees
+	 * them, tracefs put back), then any undo list still left behind. */
+	g_host = ftrace_host_free(g_host);
+	g_loop = loop_unref(g_loop);
 	(void)ftrace_host_recover(state_dir);
 	tp_fixture_teardown(&fx);
 }
@@ -330,13 +337,11 @@ START_TEST(test_last_flush_is_last_read)
 {
 	char *ev_a[] = { "sched/sched_switch" }, *ev_b[] = { "sched/sched_waking" };
 	Perfetto__Protos__FtraceConfig ca = one_event(ev_a), cb = one_event(ev_b);
-	struct ftrace_host *h = NULL;
 	struct ftrace_ds *a = NULL, *b = NULL;
 	struct fx_sink ka, kb;
 	struct seq_count sa, sb;
 	struct marker_writer m;
 	struct tp_workload wl;
-	struct loop *e = NULL;
 	unsigned before, after;
 	size_t a_len;
 	uint64_t skipped_a, skipped_b;
@@ -344,10 +349,10 @@ START_TEST(test_last_flush_is_last_read)
 
 	fx_sink_init(&ka, 256u << 20);
 	fx_sink_init(&kb, 256u << 20);
-	ck_assert_int_ge(loop_new(&e), 0);
-	ck_assert_int_eq(ftrace_host_new(e, &h), 0);
-	ck_assert_msg(ftrace_ds_setup(h, 1, 1, &ca, &ka.sink, NULL, NULL, &a, &err) == 0, "%s", err ? err : "");
-	ck_assert_msg(ftrace_ds_setup(h, 2, 2, &cb, &kb.sink, NULL, NULL, &b, &err) == 0, "%s", err ? err : "");
+	ck_assert_int_ge(loop_new(&g_loop), 0);
+	ck_assert_int_eq(ftrace_host_new(g_loop, &g_host), 0);
+	ck_assert_msg(ftrace_ds_setup(g_host, 1, 1, &ca, &ka.sink, NULL, NULL, &a, &err) == 0, "%s", err ? err : "");
+	ck_assert_msg(ftrace_ds_setup(g_host, 2, 2, &cb, &kb.sink, NULL, NULL, &b, &err) == 0, "%s", err ? err : "");
 	ck_assert_int_eq(ftrace_ds_start(a), 0);
 	ck_assert_int_eq(ftrace_ds_start(b), 0);
 
@@ -376,8 +381,8 @@ START_TEST(test_last_flush_is_last_read)
 
 	ftrace_ds_free(a);
 	ftrace_ds_free(b);
-	ftrace_host_free(h);
-	loop_unref(e);
+	g_host = ftrace_host_free(g_host);
+	g_loop = loop_unref(g_loop);
 	load_sink(&ka, a_len, "last-a", &sa);
 	load_sink(&kb, fx_sink_len(&kb), "last-b", &sb);
 	fx_sink_done(&ka);
