@@ -96,11 +96,11 @@ static void on_registered(struct producer *p, void *userdata)
 static void on_ds_stopped(struct producer *p, const struct ds_report *r, void *userdata)
 {
 	if (!r->failed && r->n_cpus > 0)
-		log_info("%s session %llu stopped: %llu events on %u CPUs, %llu lost in the kernel, "
-			 "%llu packets dropped (buffer full)",
+		log_info("%s session %llu stopped: %llu events on %u CPUs, %llu skipped (not asked for), "
+			 "%llu lost in the kernel, %llu packets dropped (buffer full)",
 			 r->name, (unsigned long long)r->tracing_session_id,
-			 (unsigned long long)r->events, r->n_cpus, (unsigned long long)r->lost_events,
-			 (unsigned long long)r->packets_dropped);
+			 (unsigned long long)r->events, r->n_cpus, (unsigned long long)r->skipped_events,
+			 (unsigned long long)r->lost_events, (unsigned long long)r->packets_dropped);
 }
 
 /*

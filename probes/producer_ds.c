@@ -158,6 +158,7 @@ void producer_ds_report_sum(struct ds_report *r)
 		r->lost_events += r->cpu[i].lost_events;
 		r->pages_with_loss += r->cpu[i].pages_with_loss;
 		r->overrun += r->cpu[i].overrun;
+		r->skipped_events += r->cpu[i].skipped_events;
 	}
 }
 
@@ -367,8 +368,8 @@ void producer_ds_start(struct producer *p, uint64_t id)
 
 void producer_ds_flush(struct producer *p, const Perfetto__Protos__GetAsyncCommandResponse__Flush *f)
 {
-	bool final = p->final_flush && f->has_flags &&
-		     (f->flags & FLUSH_REASON_MASK) == FLUSH_REASON_TRACE_STOP;
+	bool last = f->has_flags && (f->flags & FLUSH_REASON_MASK) == FLUSH_REASON_TRACE_STOP;
+	bool final = p->final_flush && last;
 
 	for (size_t i = 0; i < f->n_data_source_ids; i++) {
 		struct producer_ds *ds = find_ds(p, f->data_source_ids[i]);
@@ -377,6 +378,8 @@ void producer_ds_flush(struct producer *p, const Perfetto__Protos__GetAsyncComma
 			continue;
 		if (ds->inst && final && ds->ops->flush_final)
 			(void)ds->ops->flush_final(ds->inst);
+		else if (ds->inst && last && ds->ops->flush_last)
+			(void)ds->ops->flush_last(ds->inst);
 		else if (ds->inst)
 			(void)ds->ops->flush(ds->inst);
 		if (ds->writer)

@@ -414,12 +414,30 @@ static void print_summary(const struct recorder *rec, uint64_t file_bytes)
 			fprintf(stderr, "  %s: %llu events, %.1f bytes/event in the SMB\n", r->name,
 				(unsigned long long)r->events,
 				r->events ? (double)r->bytes / (double)r->events : 0.0);
-			fprintf(stderr, "    cpu       events   lost(kernel)  pages-with-loss\n");
+			/*
+			 * read: the kernel's read_events END - START, every event taken
+			 * out of the buffer, this session's or not, so that each row
+			 * adds up: events + skipped = read.  What the kernel lost it
+			 * never handed out: lost is beside read, not in it.
+			 */
+			fprintf(stderr, "    cpu       events      skipped   read(kernel)   lost(kernel)  pages-with-loss\n");
 			for (unsigned c = 0; c < r->n_cpus; c++)
-				fprintf(stderr, "    %3u %12llu %14llu %16llu\n", c,
+				fprintf(stderr, "    %3u %12llu %12llu %14llu %14llu %16llu\n", c,
 					(unsigned long long)r->cpu[c].events,
+					(unsigned long long)r->cpu[c].skipped_events,
+					(unsigned long long)r->cpu[c].read_events,
 					(unsigned long long)r->cpu[c].lost_events,
 					(unsigned long long)r->cpu[c].pages_with_loss);
+			for (unsigned c = 0; c < r->n_cpus; c++)
+				if (r->cpu[c].events + r->cpu[c].skipped_events != r->cpu[c].read_events)
+					fprintf(stderr, "  cpu %u: events + skipped differ from the kernel's read by"
+						" %lld (a page that could not be read or parsed)\n", c,
+						(long long)(r->cpu[c].events + r->cpu[c].skipped_events -
+							    r->cpu[c].read_events));
+			if (r->skipped_events)
+				fprintf(stderr, "  skipped %llu events this session did not ask for (trace_marker"
+					" writes, other sessions' events) or its print filter refused\n",
+					(unsigned long long)r->skipped_events);
 			if (r->lost_events)
 				fprintf(stderr, "  LOST: the kernel dropped %llu events (ring buffer full);"
 					" try a larger -b or a shorter drain period\n",

@@ -79,6 +79,10 @@ struct ds_env {
 
 struct ds_cpu_report {
 	uint64_t events, lost_events, pages_with_loss, overrun;
+	/* read from the kernel and not written (not asked for, or filtered out) */
+	uint64_t skipped_events;
+	/* the kernel's read_events END - START: events + skipped_events */
+	uint64_t read_events;
 };
 
 /*
@@ -95,6 +99,7 @@ struct ds_report {
 	uint64_t lost_events;         /* counted from page headers */
 	uint64_t pages_with_loss;
 	uint64_t overrun;             /* kernel END - START overrun */
+	uint64_t skipped_events;      /* read, not written: not this session's, or filtered */
 	uint64_t packets_dropped;     /* filled by the producer: no SMB chunk was free */
 	uint64_t bytes;               /* filled by the producer */
 	/*
@@ -153,6 +158,14 @@ struct ds_ops {
 	 * it, flush() is called.
 	 */
 	int (*flush_final)(void *ds);
+	/*
+	 * Optional: that same last Flush when it is not final (the daemon:
+	 * tracing stays on, the buffer may be shared).  Flush as flush() does,
+	 * then write nothing more before StopDataSource, so that the counts
+	 * this flush wrote are the trace's last word.  Without it, flush() is
+	 * called.
+	 */
+	int (*flush_last)(void *ds);
 	/* Optional: ClearIncrementalState (its presence is registered as
 	 * handles_incremental_state_clear). */
 	int (*clear_incremental)(void *ds);

@@ -83,11 +83,13 @@ static void summarise_stats(struct tp_trace_summary *s, const Perfetto__Protos__
 			c->start_read = cs->read_events;
 			c->start_overrun = cs->overrun;
 			c->start_entries = cs->entries;
+			c->start_skipped = cs->bytes_read;
 		} else {
 			c->end_read = cs->read_events;
 			c->end_overrun = cs->overrun;
 			c->end_entries = cs->entries;
 			c->end_dropped = cs->dropped_events;
+			c->end_skipped = cs->bytes_read;
 		}
 	}
 }

@@ -29,6 +29,9 @@ struct tp_cpu_summary {
 	uint64_t start_overrun, end_overrun;
 	uint64_t start_entries, end_entries;
 	uint64_t end_dropped;
+	/* FtraceCpuStats.bytes_read END - START: events read and not written
+	 * (not this session's, or filtered out), as the producer carries them */
+	uint64_t start_skipped, end_skipped;
 };
 
 struct tp_trace_summary {

@@ -432,7 +432,45 @@ START_TEST(test_other_sessions_events_skipped)
 	ck_assert_int_eq(run.packets, 0);
 	ck_assert_uint_eq(run.stats.records, 10);
 	ck_assert_uint_eq(run.stats.events, 0);
+	ck_assert_uint_eq(run.stats.skipped_events, 10);
 	ck_assert_uint_eq(st.last_event_ts, 0);
+	run_done(&run);
+	ftrace_parser_free(p);
+	ftrace_format_table_free(t);
+}
+END_TEST
+
+/*
+ * trace_marker lines (ftrace/print, which the kernel records whatever is
+ * enabled) between this session's compact sched_switch records: each one is
+ * counted as skipped, so that events + skipped is every record the reader
+ * consumed, as the kernel's read_events counts them.
+ */
+START_TEST(test_foreign_events_counted)
+{
+	struct ftrace_format_table *t = fx_table();
+	struct ftrace_parser *p = parser_with(t, true, (int[]){ FX_ID_SCHED_SWITCH }, 1);
+	struct ftrace_cpu_state st = {};
+	struct fx_page pg;
+	struct run run;
+	uint8_t r[64], marker[40];
+
+	memset(marker, 'm', sizeof(marker));
+	fx_common(marker, FX_ID_PRINT, 0, 42);
+	fx_page_init(&pg, 1);
+	for (int i = 0; i < 5; i++) {
+		fx_event(&pg, 1, r, switch_rec(r, 100 + i));
+		if (i % 2 == 0)
+			fx_event(&pg, 1, marker, sizeof(marker));
+	}
+	fx_page_finish(&pg);
+	run_pages(p, pg.b, 1, &st, &run);
+	ck_assert_int_eq(run.packets, 1);
+	ck_assert_uint_eq(run.stats.events, 5);
+	ck_assert_uint_eq(run.stats.compact_switch, 5);
+	ck_assert_uint_eq(run.stats.skipped_events, 3);
+	ck_assert_uint_eq(run.stats.filtered_events, 0);
+	ck_assert_uint_eq(run.stats.records, 8);
 	run_done(&run);
 	ftrace_parser_free(p);
 	ftrace_format_table_free(t);
@@ -522,6 +560,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_errors_in_bundle);
 	tcase_add_test(tc, test_lost_events_bundles);
 	tcase_add_test(tc, test_other_sessions_events_skipped);
+	tcase_add_test(tc, test_foreign_events_counted);
 	tcase_add_test(tc, test_table_from_dir);
 	tcase_add_test(tc, test_status_names);
 	suite_add_tcase(s, tc);

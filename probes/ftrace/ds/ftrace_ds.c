@@ -60,6 +60,8 @@ struct ftrace_ds {
 	bool attached;
 	bool started;
 	bool tracing_released;          /* ftrace_ds_flush_final() gave up tracing_on */
+	bool ended;                     /* after the last flush: reads nothing more */
+	struct ftrace_cpu_stats *end_stats;  /* [n_cpus], the last END sample once ended */
 	uint64_t first_page_ts;         /* earliest page timestamp read; 0: none yet */
 	bool ever_started;
 	uint64_t passes;
@@ -442,7 +444,8 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 	ds->cpu_state = calloc(n_cpus, sizeof(*ds->cpu_state));
 	ds->cpu_pass = calloc(n_cpus, sizeof(*ds->cpu_pass));
 	ds->start_stats = calloc(n_cpus, sizeof(*ds->start_stats));
-	if (!ds->enabled || !ds->cpu_state || !ds->cpu_pass || !ds->start_stats)
+	ds->end_stats = calloc(n_cpus, sizeof(*ds->end_stats));
+	if (!ds->enabled || !ds->cpu_state || !ds->cpu_pass || !ds->start_stats || !ds->end_stats)
 		return -ENOMEM;
 	r = ftrace_pidset_new(FTRACE_PIDSET_CAPACITY, &ds->pids);
 	if (r < 0)
@@ -611,16 +614,37 @@ static uint32_t kb_to_pages(uint32_t kb, size_t page_size)
 	return (uint32_t)((bytes + page_size - 1) / page_size);
 }
 
-int ftrace_ds_flush(struct ftrace_ds *ds)
+/*
+ * After the session's last flush: no pass feeds this data source any more,
+ * and its summary keeps the END sample that flush wrote.  Without this, a
+ * pass between the last flush and StopDataSource (a buffer_percent wake-up,
+ * the drain timer, both overdue after the process was stopped) put events
+ * into the trace after its END_OF_TRACE stats: a CPU then held more events
+ * than END - START read_events.
+ */
+static void end_reading(struct ftrace_ds *ds, const struct ftrace_cpu_stats *end)
+{
+	if (!ds->started || ds->ended || !end)
+		return;
+	memcpy(ds->end_stats, end, ds->n_cpus * sizeof(*end));
+	ds->ended = true;
+	ds->reader.started = false;
+	ftrace_drain_arm_wake(ds->drain);
+	(void)ftrace_host_update_timer(ds->host);
+}
+
+static int flush(struct ftrace_ds *ds, bool last)
 {
 	_cleanup_free_ struct ftrace_cpu_stats *now = NULL;
+	_cleanup_free_ uint64_t *skipped = NULL;
 	struct ftrace_stats_msg m;
 	uint32_t kb = 0;
 	int r;
 
 	if (!ds)
 		return -EINVAL;
-	if (!ds->started) {
+	/* Ended: the last pair stands; a new END sample would count reads the trace does not hold. */
+	if (!ds->started || ds->ended) {
 		sink_flush(ds);
 		return 0;
 	}
@@ -655,10 +679,15 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	}
 
 	(void)ftrace_tracefs_read_buffer_kb(ds->tfs, &kb);
+	/* Read and not written, since start: what read_events counts that the trace does not hold. */
+	skipped = calloc(ds->n_cpus, sizeof(*skipped));
+	for (unsigned cpu = 0; skipped && cpu < ds->n_cpus; cpu++)
+		skipped[cpu] = ds->cpu_pass[cpu].skipped_events + ds->cpu_pass[cpu].filtered_events;
 	m = (struct ftrace_stats_msg){
 		.phase = FTRACE_STATS_PHASE_START,
 		.cpu = ds->start_stats,
 		.n_cpu = ds->n_cpus,
+		.bytes_carry_skipped = skipped != NULL,
 		.unknown_events = ds->cfg->unknown,
 		.n_unknown = ds->cfg->n_unknown,
 		.failed_events = ds->failed,
@@ -675,6 +704,7 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	m.phase = FTRACE_STATS_PHASE_END;
 	m.cpu = now;
 	m.n_cpu = now ? ds->n_cpus : 0;
+	m.skipped = skipped;
 	m.unknown_events = NULL;
 	m.n_unknown = 0;
 	m.failed_events = NULL;
@@ -683,9 +713,23 @@ int ftrace_ds_flush(struct ftrace_ds *ds)
 	m.parse_errors = parse_errors_mask(ds);
 	m.has_kprobe_stats = ftrace_extra_kprobe_stats(ds->extra, ds->tfs, &m.kprobe_hits, &m.kprobe_misses) >= 0;
 	write_stats_packet(ds, &m);
+	if (last)
+		end_reading(ds, now);
 
 	sink_flush(ds);
-	return now ? r : -ENOMEM;
+	return now && skipped ? r : -ENOMEM;
+}
+
+int ftrace_ds_flush(struct ftrace_ds *ds)
+{
+	return flush(ds, /* last= */ false);
+}
+
+int ftrace_ds_flush_last(struct ftrace_ds *ds)
+{
+	if (!ds)
+		return -EINVAL;
+	return flush(ds, /* last= */ true);
 }
 
 int ftrace_ds_flush_final(struct ftrace_ds *ds)
@@ -700,7 +744,7 @@ int ftrace_ds_flush_final(struct ftrace_ds *ds)
 	 */
 	if (ds->started && !ds->tracing_released && ftrace_tracefs_deactivate(ds->tfs) >= 0)
 		ds->tracing_released = true;
-	return ftrace_ds_flush(ds);
+	return flush(ds, /* last= */ true);
 }
 
 struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds)
@@ -750,6 +794,7 @@ struct ftrace_ds *ftrace_ds_free(struct ftrace_ds *ds)
 	free(ds->cpu_state);
 	free(ds->cpu_pass);
 	free(ds->start_stats);
+	free(ds->end_stats);
 	ftrace_config_free(ds->cfg);
 	ftrace_event_list_free(ds->avail);
 	free(ds);
@@ -791,7 +836,11 @@ int ftrace_ds_get_summary(struct ftrace_ds *ds, struct ftrace_ds_summary **ret)
 		free(s);
 		return -ENOMEM;
 	}
-	snapshot_stats(ds, now);
+	/* Ended: the window the trace's last stats pair describes, not what other readers took since. */
+	if (ds->ended)
+		memcpy(now, ds->end_stats, ds->n_cpus * sizeof(*now));
+	else
+		snapshot_stats(ds, now);
 
 	s->passes = ds->passes;
 	s->first_ts = ds->first_page_ts;
@@ -809,6 +858,7 @@ int ftrace_ds_get_summary(struct ftrace_ds *ds, struct ftrace_ds_summary **ret)
 		c->pages = p->pages;
 		c->bytes = p->bytes;
 		c->pages_with_loss = p->lost_pages;
+		c->skipped_events = p->skipped_events + p->filtered_events;
 		s->parse_errors += p->parse_errors;
 		if (a->present && b->present) {
 			c->overrun = delta(b->overrun, a->overrun);

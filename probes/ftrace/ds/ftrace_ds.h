@@ -171,6 +171,18 @@ int ftrace_ds_flush(struct ftrace_ds *ds);
 int ftrace_ds_flush_final(struct ftrace_ds *ds);
 
 /**
+ * ftrace_ds_flush_last - the last Flush of a stopping session when tracing
+ * stays on (the daemon): ftrace_ds_flush(), after which this data source
+ * reads nothing more.  Passes for other data sources of the directory go on
+ * without it, so the trace ends where its last END_OF_TRACE stats were
+ * sampled: what the kernel writes after that stays in the buffer and counts
+ * in END entries, never in the trace.  ftrace_ds_flush_final() ends the
+ * same way.  Later flushes write no new stats pair.
+ * Returns: as ftrace_ds_flush().
+ */
+int ftrace_ds_flush_last(struct ftrace_ds *ds);
+
+/**
  * ftrace_ds_free - StopDataSource: detach, disable the events no other data
  * source of the directory needs, turn tracing off if it was the last started
  * one and, if it was the last one at all, restore every tracefs file we
@@ -204,6 +216,10 @@ struct ftrace_cpu_summary {
 	uint64_t overrun;         /* kernel overrun since start */
 	uint64_t pages_with_loss; /* pages whose header flagged lost events */
 	uint64_t read_events;     /* kernel read_events since start */
+	/* read from the buffer, not written: events this session did not enable
+	 * (trace_marker lines, other sessions' and tracers' events) and print
+	 * events its print_filter refused; events + skipped = read_events */
+	uint64_t skipped_events;
 };
 
 struct ftrace_ds_summary {

@@ -125,6 +125,13 @@ static int ops_flush_final(void *ds)
 	return ftrace_ds_flush_final(o->ds);
 }
 
+static int ops_flush_last(void *ds)
+{
+	struct ftrace_ops_ds *o = ds;
+
+	return ftrace_ds_flush_last(o->ds);
+}
+
 static int ops_report(void *ds, struct ds_report *r)
 {
 	_cleanup_free_ struct ftrace_ds_summary *s = NULL;
@@ -146,6 +153,8 @@ static int ops_report(void *ds, struct ds_report *r)
 			.lost_events = s->cpu[i].lost_events,
 			.pages_with_loss = s->cpu[i].pages_with_loss,
 			.overrun = s->cpu[i].overrun,
+			.skipped_events = s->cpu[i].skipped_events,
+			.read_events = s->cpu[i].read_events,
 		};
 	return 0;
 }
@@ -170,6 +179,7 @@ const struct ds_ops ftrace_ds_ops = {
 	.start = ops_start,
 	.flush = ops_flush,
 	.flush_final = ops_flush_final,
+	.flush_last = ops_flush_last,
 	.report = ops_report,
 	.free = ops_free,
 };

@@ -329,6 +329,14 @@ struct ftrace_pass_stats {
 	uint64_t parse_errors;      /* FtraceErrors written */
 	uint32_t parse_errors_mask; /* 1u << enum ftrace_parse_status, per error seen */
 	uint64_t filtered_events;   /* print events the print_filter refused */
+	/*
+	 * Records of events this session did not enable: the kernel always
+	 * records trace_marker writes (ftrace/print), and a shared buffer holds
+	 * the events of every session and tracer on it.  A reader consumes them
+	 * all, so the kernel's read_events counts them: events + filtered_events
+	 * + skipped_events is what this session took out of the buffer.
+	 */
+	uint64_t skipped_events;
 };
 
 struct ftrace_pidset;

@@ -627,7 +627,7 @@ static _always_inline_ enum ftrace_parse_status parse_payload_as(struct bundler 
 	struct ftrace_page_iter it;
 	struct ftrace_record rec;
 	/* Compact entries are counted by bundle_close(). */
-	uint64_t page_last_ts = 0, n_records = 0, n_events = 0, n_generic = 0;
+	uint64_t page_last_ts = 0, n_records = 0, n_events = 0, n_generic = 0, n_skipped = 0;
 	/* Compact entries storable before compact_room() must look again. */
 	uint32_t room = 0;
 	enum ftrace_parse_status status = FTRACE_STATUS_OK;
@@ -663,8 +663,12 @@ static _always_inline_ enum ftrace_parse_status parse_payload_as(struct bundler 
 
 			n_records++;
 			tr = rec.event_id < n_ids ? by_id[rec.event_id] : NULL;
-			if (!tr)
+			if (!tr) {
+				/* Not ours (another session's, a trace_marker write): counted, so
+				 * that the trace accounts for every event the kernel handed out. */
+				n_skipped++;
 				continue;
+			}
 			if (_unlikely_(rec.event_id == p->print_id) && rec.len > p->print_buf_off &&
 			    !ftrace_print_filter_allows(p->print_filter,
 							(const char *)rec.data + p->print_buf_off,
@@ -699,6 +703,7 @@ static _always_inline_ enum ftrace_parse_status parse_payload_as(struct bundler 
 		stats->records += n_records;
 		stats->events += n_events;
 		stats->generic_events += n_generic;
+		stats->skipped_events += n_skipped;
 	}
 	/* As in Perfetto, a page that failed does not move the end mark. */
 	if (status == FTRACE_STATUS_OK && page_last_ts)

@@ -153,7 +153,25 @@ int ftrace_stats_read(struct ftrace_tracefs *t, unsigned cpu, struct ftrace_cpu_
 	return ftrace_stats_parse(text, len, ret);
 }
 
-static void encode_cpu(struct pbw *w, const struct ftrace_cpu_stats *s)
+/*
+ * Events a session read and did not write (another session's, a
+ * trace_marker line, what its print filter refused) have no field of their
+ * own in Perfetto v58.2: FtraceCpuStats, FtraceStats and FtraceEventBundle
+ * have no counter of events of ids a session did not enable, and no
+ * FtraceParseStatus means "not ours" (a status in ftrace_parse_errors makes
+ * trace_processor refuse the whole trace).  The count goes in bytes_read
+ * (5), the per-CPU field trace_processor reads whose kernel value is worth
+ * least here: the size of what is still in the buffer, which the proto
+ * itself calls misnamed and inaccurate before Linux 6.6, and which entries
+ * (2) already says in events.  Every other field keeps the kernel's value:
+ * entries, overrun, commit_overrun, dropped_events and read_events are the
+ * accounting, the two timestamps are clocks.  trace_processor shows it as
+ * ftrace_cpu_bytes_{begin,end,delta}: 0 at START, the count at END, so
+ * that the delta is the count and, per CPU,
+ *   events in the trace + ftrace_cpu_bytes_delta = ftrace_cpu_read_events_delta.
+ */
+static void encode_cpu(struct pbw *w, const struct ftrace_cpu_stats *s, bool bytes_carry_skipped,
+		       uint64_t skipped)
 {
 	pbw_begin_nested(w, FTRACE_STATS_CPU_STATS);
 	pbw_varint(w, CPU_STATS_CPU, s->cpu);
@@ -163,7 +181,9 @@ static void encode_cpu(struct pbw *w, const struct ftrace_cpu_stats *s)
 		pbw_varint(w, CPU_STATS_OVERRUN, s->overrun);
 	if (s->present & FTRACE_STAT_COMMIT_OVERRUN)
 		pbw_varint(w, CPU_STATS_COMMIT_OVERRUN, s->commit_overrun);
-	if (s->present & FTRACE_STAT_BYTES)
+	if (bytes_carry_skipped)
+		pbw_varint(w, CPU_STATS_BYTES_READ, skipped);
+	else if (s->present & FTRACE_STAT_BYTES)
 		pbw_varint(w, CPU_STATS_BYTES_READ, s->bytes);
 	if (s->present & FTRACE_STAT_OLDEST_TS)
 		pbw_double(w, CPU_STATS_OLDEST_EVENT_TS, s->oldest_event_ts);
@@ -182,7 +202,8 @@ void ftrace_stats_encode(struct pbw *w, const struct ftrace_stats_msg *m)
 	pbw_varint(w, FTRACE_STATS_PHASE, (uint64_t)m->phase);
 	for (size_t i = 0; i < m->n_cpu; i++)
 		if (m->cpu[i].present)
-			encode_cpu(w, &m->cpu[i]);
+			encode_cpu(w, &m->cpu[i], m->bytes_carry_skipped,
+				   m->skipped ? m->skipped[i] : 0);
 	/* Always present in traced_probes' packets, 0 without a symbolizer. */
 	pbw_varint(w, FTRACE_STATS_KERNEL_SYMBOLS_PARSED, m->kernel_symbols_parsed);
 	pbw_varint(w, FTRACE_STATS_KERNEL_SYMBOLS_MEM_KB, m->kernel_symbols_mem_kb);

@@ -344,6 +344,15 @@ struct ftrace_stats_msg {
 	int phase;                      /* 1 START_OF_TRACE, 2 END_OF_TRACE */
 	const struct ftrace_cpu_stats *cpu;
 	size_t n_cpu;                   /* entries with present == 0 are skipped */
+	/*
+	 * Events read and not written, per CPU ([n_cpu]; NULL: 0 on every
+	 * CPU), carried in FtraceCpuStats.bytes_read in place of the kernel's
+	 * "bytes" (ftrace_stats.c says why).  The data source passes NULL in
+	 * the START packet and its counts in the END one, so that
+	 * trace_processor's ftrace_cpu_bytes_delta is the count.
+	 */
+	bool bytes_carry_skipped;
+	const uint64_t *skipped;
 	char *const *unknown_events;
 	size_t n_unknown;
 	char *const *failed_events;
