@@ -229,7 +229,8 @@ static void log_warnings(const char *name, uint64_t session, const char *warning
 }
 
 int producer_ds_setup(struct producer *p,
-		      const Perfetto__Protos__GetAsyncCommandResponse__SetupDataSource *cmd)
+		      const Perfetto__Protos__GetAsyncCommandResponse__SetupDataSource *cmd,
+		      const char *refusal)
 {
 	const Perfetto__Protos__DataSourceConfig *cfg = cmd->config;
 	_cleanup_free_ char *why = NULL, *warnings = NULL;
@@ -259,6 +260,13 @@ int producer_ds_setup(struct producer *p,
 	ds->next = p->instances;
 	p->instances = ds;
 
+	/* the name and every other string the data source reads may be cut short */
+	if (refusal) {
+		log_error("Refused data source '%s' of session %llu: %s",
+			  cfg->name, (unsigned long long)ds->tracing_session_id, refusal);
+		ds->failed = true;
+		return 0;
+	}
 	if (!p->smb) {
 		log_error("SetupDataSource for '%s' before SetupTracing: no buffer to write to", cfg->name);
 		ds->failed = true;
@@ -298,7 +306,7 @@ int producer_ds_setup(struct producer *p,
 	return 0;
 }
 
-void producer_ds_start(struct producer *p, uint64_t id)
+void producer_ds_start(struct producer *p, uint64_t id, const char *refusal)
 {
 	struct producer_ds *ds = find_ds(p, id);
 	int r = 0;
@@ -306,6 +314,11 @@ void producer_ds_start(struct producer *p, uint64_t id)
 	if (!ds) {
 		log_warning("StartDataSource for unknown instance %llu, ignoring", (unsigned long long)id);
 		return;
+	}
+	if (refusal && !ds->failed && !ds->started) {
+		log_error("Refused to start data source instance %llu: %s",
+			  (unsigned long long)id, refusal);
+		ds->failed = true;
 	}
 	if (!ds->failed && !ds->started) {
 		if (ds->inst)

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <string.h>
 
+#include "protos/pbcheck.h"
 #include "protos/pbtxt.h"
 #include "probes/recorder.h"
 #include "protos/perfetto/config/trace_config.pb-c.h"
@@ -248,10 +249,21 @@ int recorder_config_load(const char *path, Perfetto__Protos__TraceConfig **ret, 
 		if (r < 0)
 			return r;
 	} else {
-		m = protobuf_c_message_unpack(&perfetto__protos__trace_config__descriptor, NULL, len,
-					      (const uint8_t *)data);
+		char why[256];
+
+		/* before unpacking: protobuf-c would cut a string at its NUL unseen */
+		r = pbcheck_strings(&perfetto__protos__trace_config__descriptor,
+				    (const uint8_t *)data, len, why, sizeof(why));
+		if (r == -EINVAL) {
+			snprintf(err, err_len, "'%s': %s, and a string may not hold one", path, why);
+			return r;
+		}
+		m = r < 0 ? NULL
+			  : protobuf_c_message_unpack(&perfetto__protos__trace_config__descriptor,
+						      NULL, len, (const uint8_t *)data);
 		if (!m) {
-			snprintf(err, err_len, "'%s' is neither a text nor a binary TraceConfig", path);
+			snprintf(err, err_len, "'%s' is neither a text nor a binary TraceConfig%s%s%s",
+				 path, r < 0 ? " (" : "", r < 0 ? why : "", r < 0 ? ")" : "");
 			return -EBADMSG;
 		}
 	}
