@@ -457,8 +457,13 @@ int recorder_run(const struct recorder_options *o)
 
 	r = o->config_path ? recorder_config_load(o->config_path, &rec.cfg, err, sizeof(err))
 			   : recorder_config_from_options(o, &rec.cfg, err, sizeof(err));
+	/* what would record nothing, or never reach the data source, ends here */
+	if (r >= 0)
+		r = recorder_config_check(rec.cfg, err, sizeof(err));
 	if (r < 0) {
 		log_error("Invalid trace config: %s", err[0] ? err : strerror(-r));
+		if (rec.cfg)
+			protobuf_c_message_free_unpacked(&rec.cfg->base, NULL);
 		return r;
 	}
 	rec.duration_ms = rec.cfg->has_duration_ms ? rec.cfg->duration_ms : 0;
