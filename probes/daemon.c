@@ -105,29 +105,51 @@ static void on_ds_stopped(struct producer *p, const struct ds_report *r, void *u
 
 /*
  * What a killed predecessor left behind (tracefs state, for ftrace), put
- * back by every data source that has something to put back.
- * Returns: 0, or the first -errno.
+ * back by every data source that has something to put back.  What could
+ * not be put back is said line by line: at a daemon's start a state file
+ * of a process still running is expected (a `record` beside it); asked for
+ * with --cleanup-after-crash (@cleanup), anything left undone is an error.
+ * Returns: 0, the first -errno, or with @cleanup -EBUSY when something was
+ * left undone.
  */
-static int recover_all(void)
+static int recover_all(bool cleanup)
 {
+	unsigned restored = 0;
 	int ret = 0;
 
 	for (size_t i = 0; ds_registry[i]; i++) {
 		const struct ds_ops *ops = ds_registry[i];
+		_cleanup_free_ char *report = NULL;
+		const char *line;
 		int r;
 
 		if (!ops->recover)
 			continue;
-		r = ops->recover();
-		if (r > 0)
+		r = ops->recover(&report);
+		if (r > 0) {
+			restored += (unsigned)r;
 			log_notice("Restored the state a previous run of %s left behind (%d saved state%s)",
 				   ops->name, r, r == 1 ? "" : "s");
-		else if (r < 0)
+		} else if (r < 0 && !report) {
 			log_warning_errno(r, "Could not restore the state a previous run of %s left behind: %m",
 					  ops->name);
+		}
+		for (line = report; line && *line;) {
+			const char *end = strchrnul(line, '\n');
+
+			if (cleanup)
+				log_error("%s: %.*s", ops->name, (int)(end - line), line);
+			else
+				log_notice("%s: %.*s", ops->name, (int)(end - line), line);
+			line = *end ? end + 1 : end;
+		}
 		if (r < 0 && ret == 0)
 			ret = r;
+		if (cleanup && report && ret == 0)
+			ret = -EBUSY;
 	}
+	if (cleanup && ret == 0 && restored == 0)
+		log_notice("Nothing to restore: no run of ours left state behind");
 	return ret;
 }
 
@@ -264,9 +286,12 @@ int daemon_main(int argc, char **argv)
 	if (!d.address)
 		d.address = producer_default_socket();
 
-	r = recover_all();
-	if (cleanup_only)
+	r = recover_all(cleanup_only);
+	if (cleanup_only) {
+		if (r < 0)
+			log_error("--cleanup-after-crash could not restore everything (see above)");
 		return r < 0 ? 1 : 0;
+	}
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);

@@ -12,6 +12,7 @@
 
 #include "ipc/ipc.h"
 #include "probes/producer_internal.h"
+#include "protos/pbcheck.h"
 #include "protos/perfetto/ipc/producer_port.pb-c.h"
 #include "util/util.h"
 
@@ -213,6 +214,8 @@ static void on_async_command(struct ipc_client *c, int error, const uint8_t *rep
 {
 	struct producer *p = userdata;
 	Perfetto__Protos__GetAsyncCommandResponse *cmd;
+	char why[256];
+	const char *refusal = NULL;
 
 	if (error < 0 || !has_more) {
 		/* the stream never ends while the service is alive */
@@ -226,6 +229,10 @@ static void on_async_command(struct ipc_client *c, int error, const uint8_t *rep
 		log_warning("Undecodable command from the tracing service, ignoring");
 		return;
 	}
+	/* the unpacked strings end at their first NUL: only the bytes show one */
+	if (pbcheck_strings(&perfetto__protos__get_async_command_response__descriptor, reply, len,
+			    why, sizeof(why)) < 0)
+		refusal = why;
 	switch (cmd->cmd_case) {
 	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_SETUP_TRACING: {
 		_cleanup_close_ int smb_fd = ipc_client_take_fd(c);
@@ -235,10 +242,10 @@ static void on_async_command(struct ipc_client *c, int error, const uint8_t *rep
 		break;
 	}
 	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_SETUP_DATA_SOURCE:
-		(void)producer_ds_setup(p, cmd->setup_data_source);
+		(void)producer_ds_setup(p, cmd->setup_data_source, refusal);
 		break;
 	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_START_DATA_SOURCE:
-		producer_ds_start(p, cmd->start_data_source->new_instance_id);
+		producer_ds_start(p, cmd->start_data_source->new_instance_id, refusal);
 		break;
 	case PERFETTO__PROTOS__GET_ASYNC_COMMAND_RESPONSE__CMD_STOP_DATA_SOURCE:
 		producer_ds_stop(p, cmd->stop_data_source->instance_id);

@@ -266,7 +266,8 @@ static void log_warnings(const char *name, uint64_t session, const char *warning
 }
 
 int producer_ds_setup(struct producer *p,
-		      const Perfetto__Protos__GetAsyncCommandResponse__SetupDataSource *cmd)
+		      const Perfetto__Protos__GetAsyncCommandResponse__SetupDataSource *cmd,
+		      const char *refusal)
 {
 	const Perfetto__Protos__DataSourceConfig *cfg = cmd->config;
 	_cleanup_free_ char *why = NULL, *warnings = NULL;
@@ -296,6 +297,13 @@ int producer_ds_setup(struct producer *p,
 	ds->next = p->instances;
 	p->instances = ds;
 
+	/* the name and every other string the data source reads may be cut short */
+	if (refusal) {
+		log_error("Refused data source '%s' of session %llu: %s",
+			  cfg->name, (unsigned long long)ds->tracing_session_id, refusal);
+		ds->failed = true;
+		return 0;
+	}
 	if (!p->smb) {
 		log_error("SetupDataSource for '%s' before SetupTracing: no buffer to write to", cfg->name);
 		ds->failed = true;
@@ -335,7 +343,7 @@ int producer_ds_setup(struct producer *p,
 	return 0;
 }
 
-void producer_ds_start(struct producer *p, uint64_t id)
+void producer_ds_start(struct producer *p, uint64_t id, const char *refusal)
 {
 	struct producer_ds *ds = find_ds(p, id);
 	int r = 0;
@@ -346,6 +354,11 @@ void producer_ds_start(struct producer *p, uint64_t id)
 	}
 	if (ds->starting)
 		return; /* acked when it reports */
+	if (refusal && !ds->failed && !ds->started) {
+		log_error("Refused to start data source instance %llu: %s",
+			  (unsigned long long)id, refusal);
+		ds->failed = true;
+	}
 	if (!ds->failed && !ds->started) {
 		ds->start_asked_ns = now_ns(CLOCK_MONOTONIC);
 		if (ds->inst)

@@ -81,10 +81,16 @@ struct Perfetto__Protos__GetAsyncCommandResponse__SetupDataSource;
 struct Perfetto__Protos__GetAsyncCommandResponse__Flush;
 struct Perfetto__Protos__GetAsyncCommandResponse__ClearIncrementalState;
 
-/* SetupDataSource: a new instance; a failed setup is kept (failed) to answer Start/Stop. */
+/*
+ * SetupDataSource: a new instance; a failed setup is kept (failed) to answer
+ * Start/Stop.  @refusal, when not NULL, says why the command's config is
+ * refused (a string with a NUL inside): the instance is kept failed.
+ */
 int producer_ds_setup(struct producer *p,
-		      const struct Perfetto__Protos__GetAsyncCommandResponse__SetupDataSource *cmd);
-void producer_ds_start(struct producer *p, uint64_t id);
+		      const struct Perfetto__Protos__GetAsyncCommandResponse__SetupDataSource *cmd,
+		      const char *refusal);
+/* StartDataSource; a @refusal as above fails an instance not yet started. */
+void producer_ds_start(struct producer *p, uint64_t id, const char *refusal);
 /* StopDataSource: report, free, then tell the service. */
 void producer_ds_stop(struct producer *p, uint64_t id);
 /* Flush the named instances, then one CommitData carrying the ack. */

@@ -27,6 +27,8 @@
 #define REGISTER_TIMEOUT_US (5 * 1000000ull)
 /* The live status line on a terminal is redrawn this often. */
 #define STATUS_PERIOD_US 1000000ull
+/* A second Ctrl-C sooner than this after the first is the same keypress relayed. */
+#define SIGNAL_REPEAT_NS 1000000000ull
 
 struct recorder {
 	const struct recorder_options *opts;
@@ -53,6 +55,7 @@ struct recorder {
 	struct ds_report reports[RECORDER_MAX_REPORTS];   /* each owns its cpu[] */
 	size_t n_reports;
 	unsigned stop_requests;  /* Ctrl-C / SIGTERM */
+	uint64_t first_signal_ns; /* CLOCK_MONOTONIC of the first */
 	bool stopping;           /* a stop was requested, by -t or a signal */
 	uint64_t start_ns, end_ns;
 	/*
@@ -288,7 +291,21 @@ static int on_signal(struct loop_source *s, const struct signalfd_siginfo *si, v
 {
 	struct recorder *rec = userdata;
 
+	/*
+	 * One Ctrl-C can arrive twice: the terminal signals the whole foreground
+	 * process group, and a wrapper in it (sudo, a shell script's trap,
+	 * timeout) may relay its own copy.  Taken as the second Ctrl-C, that
+	 * copy aborted a recording the user only meant to stop; so the abort
+	 * wants a signal that comes later than a relay would.
+	 */
+	if (rec->stop_requests > 0 &&
+	    now_ns(CLOCK_MONOTONIC) - rec->first_signal_ns < SIGNAL_REPEAT_NS) {
+		log_debug("Signal %u repeated within a second of the first, taken as the same stop",
+			  si->ssi_signo);
+		return 0;
+	}
 	if (rec->stop_requests++ == 0) {
+		rec->first_signal_ns = now_ns(CLOCK_MONOTONIC);
 		rec->stopping = true;
 		status_erase(rec);
 		if (!rec->opts->quiet)
@@ -475,8 +492,13 @@ int recorder_run(const struct recorder_options *o)
 
 	r = o->config_path ? recorder_config_load(o->config_path, &rec.cfg, err, sizeof(err))
 			   : recorder_config_from_options(o, &rec.cfg, err, sizeof(err));
+	/* what would record nothing, or never reach the data source, ends here */
+	if (r >= 0)
+		r = recorder_config_check(rec.cfg, err, sizeof(err));
 	if (r < 0) {
 		log_error("Invalid trace config: %s", err[0] ? err : strerror(-r));
+		if (rec.cfg)
+			protobuf_c_message_free_unpacked(&rec.cfg->base, NULL);
 		return r;
 	}
 	rec.duration_ms = rec.cfg->has_duration_ms ? rec.cfg->duration_ms : 0;
@@ -578,10 +600,23 @@ int recorder_run(const struct recorder_options *o)
 			log_error("%s could not be set up (see above)", rec.reports[i].name);
 			rec.session_error = -ENODATA;
 		}
+	/*
+	 * A stop (Ctrl-C, SIGTERM, -t) before any data source started leaves a
+	 * file with no data in it: say so rather than write it.
+	 */
+	if ((rec.session_error >= 0 || rec.session_error == -ECANCELED) && !rec.tracing_ns) {
+		log_error("%s before any data source started: nothing was recorded; no trace was written",
+			  rec.stop_requests ? "Stopped" : "Ended");
+		r = -ENODATA;
+		(void)finish_output(&rec, false);
+		goto out;
+	}
 	if (rec.session_error < 0) {
 		r = rec.session_error;
 		if (r == -ENODATA)
 			log_error("Nothing usable was recorded: no trace was written");
+		else if (r == -EINTR)
+			log_error("Aborted by a second Ctrl-C or SIGTERM: no trace was written");
 		else
 			log_error_errno(r, "The recording failed: %m; no trace was written");
 		(void)finish_output(&rec, false);

@@ -125,3 +125,23 @@ int recorder_config_from_options(const struct recorder_options *o,
 				 Perfetto__Protos__TraceConfig **ret, char *err, size_t err_len);
 int recorder_config_load(const char *path, Perfetto__Protos__TraceConfig **ret, char *err,
 			 size_t err_len);
+
+/* A config file (text or binary) is at most this long. */
+#define RECORDER_CONFIG_MAX_BYTES (4u << 20)
+/*
+ * One data source's config, encoded, is at most this long: its
+ * SetupDataSource has to fit one IPC frame (131068 bytes) with the command
+ * around it, or the data source would never hear of it.
+ */
+#define RECORDER_DS_CONFIG_MAX_BYTES (120u << 10)
+
+/**
+ * recorder_config_check - what `record` refuses before anything is
+ * recorded: a config that names no data source this program serves, a
+ * linux.ftrace config with more than FTRACE_MAX_CONFIG_EVENTS events, an
+ * event name longer than a group, '/' and an event name can be, an instance
+ * name over FTRACE_INSTANCE_NAME_MAX, and a data source config over
+ * RECORDER_DS_CONFIG_MAX_BYTES.  @err says which and names the limit.
+ * Returns: 0, -ENOENT (nothing served), -E2BIG (a limit), -EINVAL.
+ */
+int recorder_config_check(const Perfetto__Protos__TraceConfig *cfg, char *err, size_t err_len);

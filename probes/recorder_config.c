@@ -10,12 +10,13 @@
 #include <strings.h>
 #include <string.h>
 
+#include "protos/pbcheck.h"
 #include "protos/pbtxt.h"
 #include "probes/recorder.h"
+#include "probes/ds/ds.h"
+#include "probes/ftrace/plan/ftrace_plan.h"
 #include "protos/perfetto/config/trace_config.pb-c.h"
 #include "util/util.h"
-
-#define CONFIG_MAX_BYTES (4u << 20)
 
 int recorder_parse_duration_ms(const char *s, uint64_t *ret)
 {
@@ -236,7 +237,12 @@ int recorder_config_load(const char *path, Perfetto__Protos__TraceConfig **ret, 
 	size_t len;
 	int r;
 
-	r = read_full_file_at(AT_FDCWD, path, CONFIG_MAX_BYTES, &data, &len);
+	r = read_full_file_at(AT_FDCWD, path, RECORDER_CONFIG_MAX_BYTES, &data, &len);
+	if (r == -EFBIG) {
+		snprintf(err, err_len, "'%s' is larger than %u MiB, the limit for a config file", path,
+			 RECORDER_CONFIG_MAX_BYTES >> 20);
+		return -E2BIG;
+	}
 	if (r < 0) {
 		snprintf(err, err_len, "cannot read '%s': %s", path, strerror(-r));
 		return r;
@@ -248,10 +254,21 @@ int recorder_config_load(const char *path, Perfetto__Protos__TraceConfig **ret, 
 		if (r < 0)
 			return r;
 	} else {
-		m = protobuf_c_message_unpack(&perfetto__protos__trace_config__descriptor, NULL, len,
-					      (const uint8_t *)data);
+		char why[256];
+
+		/* before unpacking: protobuf-c would cut a string at its NUL unseen */
+		r = pbcheck_strings(&perfetto__protos__trace_config__descriptor,
+				    (const uint8_t *)data, len, why, sizeof(why));
+		if (r == -EINVAL) {
+			snprintf(err, err_len, "'%s': %s, and a string may not hold one", path, why);
+			return r;
+		}
+		m = r < 0 ? NULL
+			  : protobuf_c_message_unpack(&perfetto__protos__trace_config__descriptor,
+						      NULL, len, (const uint8_t *)data);
 		if (!m) {
-			snprintf(err, err_len, "'%s' is neither a text nor a binary TraceConfig", path);
+			snprintf(err, err_len, "'%s' is neither a text nor a binary TraceConfig%s%s%s",
+				 path, r < 0 ? " (" : "", r < 0 ? why : "", r < 0 ? ")" : "");
 			return -EBADMSG;
 		}
 	}
@@ -276,5 +293,75 @@ int recorder_config_from_options(const struct recorder_options *o,
 	if (r < 0)
 		return r;
 	*ret = (Perfetto__Protos__TraceConfig *)m;
+	return 0;
+}
+
+/* "group/event": two names and the slash */
+#define EVENT_NAME_MAX (2 * FTRACE_NAME_MAX + 1)
+
+static int check_ftrace(const Perfetto__Protos__FtraceConfig *ft, size_t i, char *err,
+			size_t err_len)
+{
+	if (ft->n_ftrace_events > FTRACE_MAX_CONFIG_EVENTS) {
+		snprintf(err, err_len, "data source %zu (linux.ftrace) lists %zu ftrace_events, more than "
+			 "the limit of %u", i, ft->n_ftrace_events, FTRACE_MAX_CONFIG_EVENTS);
+		return -E2BIG;
+	}
+	for (size_t k = 0; k < ft->n_ftrace_events; k++) {
+		size_t n = strlen(ft->ftrace_events[k]);
+
+		if (n > EVENT_NAME_MAX) {
+			snprintf(err, err_len, "data source %zu (linux.ftrace): ftrace_events[%zu] is %zu "
+				 "bytes long, more than the limit of %u (a group and an event name of "
+				 "at most %u each)", i, k, n, EVENT_NAME_MAX, FTRACE_NAME_MAX);
+			return -E2BIG;
+		}
+	}
+	if (ft->instance_name && strlen(ft->instance_name) > FTRACE_INSTANCE_NAME_MAX) {
+		snprintf(err, err_len, "data source %zu (linux.ftrace): instance_name is %zu bytes long, "
+			 "more than the limit of %u", i, strlen(ft->instance_name),
+			 FTRACE_INSTANCE_NAME_MAX);
+		return -E2BIG;
+	}
+	return 0;
+}
+
+int recorder_config_check(const Perfetto__Protos__TraceConfig *cfg, char *err, size_t err_len)
+{
+	size_t served = 0;
+	int r;
+
+	if (!cfg)
+		return -EINVAL;
+	for (size_t i = 0; i < cfg->n_data_sources; i++) {
+		const Perfetto__Protos__DataSourceConfig *dc = cfg->data_sources[i]->config;
+		size_t bytes;
+
+		if (!dc || !dc->name || !ds_find(dc->name))
+			continue;
+		served++;
+		if (dc->ftrace_config && strcmp(dc->name, "linux.ftrace") == 0) {
+			r = check_ftrace(dc->ftrace_config, i, err, err_len);
+			if (r < 0)
+				return r;
+		}
+		bytes = protobuf_c_message_get_packed_size(&dc->base);
+		if (bytes > RECORDER_DS_CONFIG_MAX_BYTES) {
+			snprintf(err, err_len, "data source %zu (%s) has a config of %zu bytes encoded, "
+				 "more than the limit of %u (%u KiB): it has to fit one IPC frame",
+				 i, dc->name, bytes, RECORDER_DS_CONFIG_MAX_BYTES,
+				 RECORDER_DS_CONFIG_MAX_BYTES >> 10);
+			return -E2BIG;
+		}
+	}
+	if (served == 0) {
+		size_t n = (size_t)snprintf(err, err_len, "the config names no data source this program "
+					    "records (%zu named); it records", cfg->n_data_sources);
+
+		for (size_t i = 0; ds_registry[i] && n < err_len; i++)
+			n += (size_t)snprintf(err + n, err_len - n, "%s %s", i ? "," : "",
+					      ds_registry[i]->name);
+		return -ENOENT;
+	}
 	return 0;
 }

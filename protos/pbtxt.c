@@ -128,8 +128,12 @@ static int read_token(struct parser *p, char *out, size_t max)
 	return 0;
 }
 
-/* One or more adjacent quoted strings, C escapes decoded, appended to @b. */
-static int read_string(struct parser *p, struct buf *b)
+/*
+ * One or more adjacent quoted strings, C escapes decoded, appended to @b.
+ * A string field (@f not bytes) may not hold a NUL: protobuf-c would hand
+ * it on cut at the NUL, and every later check would see only the start.
+ */
+static int read_string(struct parser *p, const ProtobufCFieldDescriptor *f, struct buf *b)
 {
 	if (!peek(p, '"') && !peek(p, '\''))
 		return fail(p, "expected a quoted string");
@@ -174,6 +178,9 @@ static int read_string(struct parser *p, struct buf *b)
 					return fail(p, "unknown escape \\%c", c);
 				}
 			}
+			if (c == '\0' && f->type == PROTOBUF_C_TYPE_STRING)
+				return fail(p, "field '%s' has a NUL byte: a string may not hold one",
+					    f->name);
 			buf_put(b, &c, 1);
 		}
 	}
@@ -221,7 +228,7 @@ static int parse_scalar(struct parser *p, const ProtobufCFieldDescriptor *f, str
 	case PROTOBUF_C_TYPE_BYTES: {
 		struct buf s = {};
 
-		r = read_string(p, &s);
+		r = read_string(p, f, &s);
 		if (r == 0 && s.oom)
 			r = fail(p, "string too long");
 		if (r == 0) {

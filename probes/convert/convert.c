@@ -70,6 +70,10 @@ struct conv_cpu {
 	int64_t last, head;   /* where the last page and the first page start */
 	bool first;           /* no page yet */
 	size_t n;             /* pages in the batch */
+	uint64_t next_index;  /* the CPU's pages so far */
+	/* each batch page's place, for naming a page that does not parse */
+	uint64_t index[CONVERT_BATCH_PAGES];
+	int64_t offset[CONVERT_BATCH_PAGES];
 };
 
 /* The buffer being converted: its formats, parser and the sink's state. */
@@ -95,6 +99,7 @@ struct convert_ctx {
 	enum ftrace_clock clock;
 	uint64_t progress_done, progress_next;
 	uint8_t *batch;
+	unsigned buffer_index;    /* of the buffer being converted */
 	struct kbuffer *kb;
 	uintptr_t src_lo, src_hi; /* source pages copied since the last release */
 	bool started;
@@ -274,6 +279,35 @@ static void note_source(struct convert_ctx *c, const uint8_t *map)
 	c->src_hi = a + c->page_size;
 }
 
+/* Batch page @i wrote an FtraceError: count it and name it. */
+static void note_bad_page(struct convert_ctx *c, size_t i)
+{
+	struct conv_cpu *cc = &c->cpu;
+	struct convert_cpu_summary *cs = &c->sum->cpu[cc->cpu];
+	struct ftrace_page_header hdr;
+	bool refused = ftrace_page_parse_header(c->batch + i * c->page_size, c->page_size,
+						c->commit_size, &hdr) < 0;
+
+	if (refused)
+		cs->refused_pages++;
+	else
+		cs->cut_pages++;
+	c->sum->bad_pages++;
+	if (c->sum->n_bad_listed < CONVERT_BAD_PAGES_LISTED)
+		c->sum->bad[c->sum->n_bad_listed++] = (struct convert_bad_page){
+			.buffer = c->buffer_index,
+			.cpu = cc->cpu,
+			.index = cc->index[i],
+			.offset = cc->offset[i],
+			.refused = refused,
+		};
+}
+
+/*
+ * One page at a time through the batch API (the same bundles as one
+ * ftrace_parser_parse_pages() call), so that a page that writes an
+ * FtraceError is known by its place and can be named.
+ */
 static int flush_batch(struct convert_ctx *c)
 {
 	struct conv_cpu *cc = &c->cpu;
@@ -286,8 +320,18 @@ static int flush_batch(struct convert_ctx *c)
 	if (n == 0)
 		return 0;
 	cc->n = 0;
-	r = ftrace_parser_parse_pages(c->buf.p, cc->cpu, c->batch, n, c->page_size, &sink,
-				      &cc->st, c->buf.pids, &cc->ps);
+	r = ftrace_parser_batch_begin(c->buf.p, cc->cpu, c->page_size, &sink, &cc->st, c->buf.pids,
+				      &cc->ps);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t errors_before = cc->ps.parse_errors;
+
+		ftrace_parser_batch_page(c->buf.p, c->batch + i * c->page_size);
+		if (cc->ps.parse_errors != errors_before)
+			note_bad_page(c, i);
+	}
+	r = ftrace_parser_batch_end(c->buf.p);
 	if (r < 0)
 		return r;
 	c->sum->events += cc->ps.events - events_before;
@@ -318,6 +362,7 @@ static int add_skipped(struct convert_ctx *c, int64_t from, int64_t to)
 		return 0;
 	if (c->layout.raw_fd < 0 || ALIGN_UP(from, ps_sz) - from > 8 || last - to > 8) {
 		cs->skipped_pages += (uint64_t)((last - first) / ps_sz);
+		cc->next_index += (uint64_t)((last - first) / ps_sz);
 		return 0;
 	}
 	for (int64_t off = first; off < last; off += ps_sz) {
@@ -332,6 +377,8 @@ static int add_skipped(struct convert_ctx *c, int64_t from, int64_t to)
 			cs->skipped_pages += (uint64_t)((last - off) / ps_sz);
 			break;
 		}
+		cc->index[cc->n] = cc->next_index++;
+		cc->offset[cc->n] = off;
 		cc->n++;
 	}
 	return 0;
@@ -371,6 +418,9 @@ int convert_ctx_record(struct convert_ctx *c, const struct convert_rec *rec)
 	memcpy(c->batch + cc->n * c->page_size, rec->page, c->page_size);
 	note_source(c, rec->page);
 	page_fix_ts(c, c->batch + cc->n * c->page_size, rec->ts);
+	cc->index[cc->n] = cc->next_index++;
+	/* a file offset only where pages sit at their offsets, page-aligned */
+	cc->offset[cc->n] = c->layout.raw_fd >= 0 && ALIGN_UP(at, ps) - at <= 8 ? ALIGN_UP(at, ps) : -1;
 	cc->n++;
 	if (cc->first)
 		cc->head = at;
@@ -490,6 +540,7 @@ int convert_ctx_buffer_begin(struct convert_ctx *c, struct tep_handle *tep)
 		return -EINVAL;
 	*cb = (struct conv_buffer){ .c = c, .active = true, .tep = tep,
 				    .seq = CONVERT_SEQ_FTRACE_BASE + c->sum->n_buffers };
+	c->buffer_index = c->sum->n_buffers;
 	r = convert_format_header_page(c->page_size, c->commit_size, &header);
 	if (r < 0)
 		goto fail;

@@ -41,7 +41,21 @@ struct convert_cpu_summary {
 	bool lost_unknown;       /* a flagged page had no count */
 	uint64_t parse_errors;   /* FtraceErrors written */
 	uint64_t skipped_pages;  /* pages libtracecmd stepped over without a record */
+	uint64_t refused_pages;  /* pages whose header did not parse: no event read */
+	uint64_t cut_pages;      /* pages cut short at a record that did not parse */
 };
+
+/* A page that did not parse, for the summary to say which. */
+struct convert_bad_page {
+	unsigned buffer;          /* 0: top level, then the instances with data */
+	unsigned cpu;
+	uint64_t index;           /* the page's place in the CPU's data, from 0 */
+	int64_t offset;           /* where it starts in the file; -1: not known (compressed) */
+	bool refused;             /* the header: the whole page; else cut short */
+};
+
+/* How many of them the summary names; the counts above have them all. */
+#define CONVERT_BAD_PAGES_LISTED 16u
 
 struct convert_summary {
 	unsigned file_version;
@@ -58,6 +72,9 @@ struct convert_summary {
 	uint64_t symbols;         /* kernel symbols interned */
 	uint32_t parse_errors_mask;
 	bool ts_shifted;          /* the file's time offsets were applied to pages */
+	uint64_t bad_pages;       /* refused + cut, all CPUs and buffers */
+	unsigned n_bad_listed;
+	struct convert_bad_page bad[CONVERT_BAD_PAGES_LISTED]; /* the first ones, in file order */
 	char reason[160];         /* why the file was refused, when it was */
 	struct convert_cpu_summary cpu[]; /* n_cpus entries, summed over buffers */
 };

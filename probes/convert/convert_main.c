@@ -53,6 +53,9 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total, uint64_t event
 	fflush(stderr);
 }
 
+/* below: which pages did not parse */
+static void pages_detail(const struct convert_summary *s);
+
 static void print_summary(const struct convert_summary *s, const char *in, const char *out)
 {
 	uint64_t lost_pages = 0, lost_events = 0, skipped = 0;
@@ -85,8 +88,37 @@ static void print_summary(const struct convert_summary *s, const char *in, const
 	if (skipped > 0)
 		fprintf(stderr, "  %llu page(s) held no event libtracecmd could read\n",
 			(unsigned long long)skipped);
+	if (s->bad_pages > 0)
+		pages_detail(s);
 	if (s->ts_shifted)
 		fprintf(stderr, "  the file's time offsets were applied\n");
+}
+
+/* Which pages did not parse: CPU, place in its data, file offset. */
+static void pages_detail(const struct convert_summary *s)
+{
+	uint64_t refused = 0, cut = 0;
+
+	for (unsigned i = 0; i < s->n_cpus; i++) {
+		refused += s->cpu[i].refused_pages;
+		cut += s->cpu[i].cut_pages;
+	}
+	fprintf(stderr, "  %llu page(s) did not parse: %llu refused whole (bad header), %llu cut "
+			"short at a bad record (the rest of the page dropped)\n",
+		(unsigned long long)s->bad_pages, (unsigned long long)refused,
+		(unsigned long long)cut);
+	for (unsigned i = 0; i < s->n_bad_listed; i++) {
+		const struct convert_bad_page *b = &s->bad[i];
+		char off[40] = "offset not known (compressed)";
+
+		if (b->offset >= 0)
+			(void)snprintf(off, sizeof(off), "file offset %lld", (long long)b->offset);
+		fprintf(stderr, "    buffer %u cpu %u page %llu (%s): %s\n", b->buffer, b->cpu,
+			(unsigned long long)b->index, off, b->refused ? "refused" : "cut short");
+	}
+	if (s->bad_pages > s->n_bad_listed)
+		fprintf(stderr, "    and %llu more\n",
+			(unsigned long long)(s->bad_pages - s->n_bad_listed));
 }
 
 static void errors_detail(const struct convert_summary *s)

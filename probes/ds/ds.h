@@ -133,10 +133,12 @@ struct ds_ops {
 	void *(*shared_free)(void *shared);
 	/*
 	 * Optional: undo what a dead process of ours left behind (kernel state);
-	 * the daemon calls it once at start.  Returns: the number of things
-	 * repaired, or -errno.
+	 * the daemon calls it once at start and for --cleanup-after-crash.
+	 * *@ret_report may get a malloc'd text, one line per thing it left
+	 * alone and why (a live owner, a malformed state file).  Returns: the
+	 * number of things repaired, or -errno.
 	 */
-	int (*recover)(void);
+	int (*recover)(char **ret_report);
 
 	/*
 	 * SetupDataSource.  @cfg is not kept after return.  On failure

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "probes/recorder.h"
 #include "tests/lib/tp_kernel.h"
@@ -288,6 +289,155 @@ START_TEST(test_record_sigterm)
 }
 END_TEST
 
+/* ---- Ctrl-C at any point --------------------------------------------------- */
+
+/* the child has SIGINT blocked: from here on a Ctrl-C is the recorder's to handle */
+static bool sigint_blocked(void *arg)
+{
+	pid_t pid = *(pid_t *)arg;
+	_cleanup_free_ char *status = NULL;
+	char path[64];
+	const char *at;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (read_full_file_at(AT_FDCWD, path, 1 << 16, &status, NULL) < 0)
+		return false;
+	at = strstr(status, "\nSigBlk:\t");
+	return at && (strtoull(at + 9, NULL, 16) & (1ull << (SIGINT - 1)));
+}
+
+struct stderr_reader {
+	int fd;
+	char text[8192];
+	size_t n;
+};
+
+/* what the child wrote so far holds @want (drains the pipe without blocking) */
+static bool stderr_has(struct stderr_reader *r, const char *want)
+{
+	ssize_t n;
+
+	while (r->n + 1 < sizeof(r->text) &&
+	       (n = read(r->fd, r->text + r->n, sizeof(r->text) - 1 - r->n)) > 0)
+		r->n += (size_t)n;
+	r->text[r->n] = '\0';
+	return strstr(r->text, want) != NULL;
+}
+
+static bool stderr_stopping(void *arg)
+{
+	return stderr_has(arg, "Stopping:");
+}
+
+/* `record ARGS` with stderr on a non-blocking pipe; returns the pid */
+static pid_t spawn_record(struct stderr_reader *r, const char *cfg, const char *out)
+{
+	const char *build = getenv("TP_BUILD_ROOT");
+	char bin[4200];
+	int pipefd[2];
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(build);
+	snprintf(bin, sizeof(bin), "%s/probes/traced-probes", build);
+	ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		(void)dup2(pipefd[1], STDERR_FILENO);
+		if (cfg)
+			execl(bin, bin, "record", "-c", cfg, "-o", out, (char *)NULL);
+		else
+			execl(bin, bin, "record", "-o", out, "-t", "60s", "-i", fx.instance,
+			      (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	ck_assert_int_eq(fcntl(pipefd[0], F_SETFL, O_NONBLOCK), 0);
+	*r = (struct stderr_reader){ .fd = pipefd[0] };
+	return pid;
+}
+
+/*
+ * Ctrl-C before any data source started: the config also names a data
+ * source nobody serves, so the session waits for it to register and no
+ * data source has started when SIGINT comes.  Nothing was recorded: a
+ * clear message, exit 1, no file, tracefs untouched.
+ */
+START_TEST(test_record_sigint_before_start)
+{
+	struct stderr_reader err;
+	char cfg[512], out[512], text[512];
+	struct tp_watch w = {};
+	struct stat st;
+	FILE *f;
+	pid_t pid;
+
+	snprintf(cfg, sizeof(cfg), "%s/wait.pbtxt", tmpdir);
+	snprintf(text, sizeof(text),
+		 "buffers { size_kb: 1024 }\n"
+		 "data_sources { config { name: \"linux.ftrace\" ftrace_config {"
+		 " instance_name: \"%s\" ftrace_events: \"sched/sched_switch\" } } }\n"
+		 "data_sources { config { name: \"tp.test.never_registered\" } }\n", fx.instance);
+	f = fopen(cfg, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+	snprintf(out, sizeof(out), "%s/before.pftrace", tmpdir);
+	pid = spawn_record(&err, cfg, out);
+	tp_watch_add(&w, "record", pid);
+	tp_assert_wait(&w, sigint_blocked, &pid, "record blocks SIGINT");
+	ck_assert(!tp_is_recording(fx.path));
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	tp_watch_drop(&w, pid);
+	ck_assert_int_eq(tp_assert_exit(&w, pid, "record after SIGINT"), 1);
+	(void)stderr_has(&err, "");
+	ck_assert_msg(strstr(err.text, "Stopped before any data source started: nothing was "
+				       "recorded; no trace was written"), "%s", err.text);
+	ck_assert_msg(!strstr(err.text, "Interrupted") && !strstr(err.text, "canceled"), "%s",
+		      err.text);
+	ck_assert_int_ne(stat(out, &st), 0);
+	close(err.fd);
+	tp_fixture_assert_restored(&fx);
+}
+END_TEST
+
+/*
+ * Ctrl-C while recording, delivered twice as a terminal and a wrapper such
+ * as sudo deliver one keypress (the copy after the first was read): one
+ * stop, a complete trace, exit 0 (it used to abort with "Interrupted
+ * system call; no trace was written").
+ */
+START_TEST(test_record_sigint_relayed)
+{
+	struct stderr_reader err;
+	struct tp_trace_summary s;
+	struct tp_watch w = {};
+	char out[512];
+	pid_t pid;
+
+	snprintf(out, sizeof(out), "%s/relayed.pftrace", tmpdir);
+	pid = spawn_record(&err, NULL, out);
+	tp_watch_add(&w, "record", pid);
+	tp_assert_wait(&w, tp_is_recording, fx.path, "record starts tracing");
+	ck_assert(tp_wait_read_events(fx.path, 1, TP_WAIT_HANG_MS));
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	/* the first was read and the stop is under way: now the relayed copy */
+	tp_assert_wait(&w, stderr_stopping, &err, "record takes the first SIGINT");
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	tp_watch_drop(&w, pid);
+	ck_assert_int_eq(tp_assert_exit(&w, pid, "record after SIGINT"), 0);
+	(void)stderr_has(&err, "");
+	ck_assert_msg(!strstr(err.text, "Aborting"), "%s", err.text);
+	close(err.fd);
+	tp_fixture_assert_restored(&fx);
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	ck_assert_uint_gt(s.events, 0);
+	ck_assert_uint_ge(s.stats_pairs, 1);
+	check_reconciled(&s, s.n_cpus);
+	tp_trace_free(&s);
+}
+END_TEST
+
 START_TEST(test_record_setup_error)
 {
 	char out[512];
@@ -489,6 +639,8 @@ int main(void)
 	tcase_add_test(tc, test_record_compact_is_smaller);
 	tcase_add_test(tc, test_record_config_file);
 	tcase_add_test(tc, test_record_sigterm);
+	tcase_add_test(tc, test_record_sigint_before_start);
+	tcase_add_test(tc, test_record_sigint_relayed);
 	tcase_add_test(tc, test_record_setup_error);
 	tcase_add_test(tc, test_record_unknown_event);
 	tcase_add_test(tc, test_record_print_filter);

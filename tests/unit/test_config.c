@@ -10,8 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "protos/pbcheck.h"
 #include "protos/pbtxt.h"
 #include "probes/recorder.h"
+#include "protos/perfetto/ipc/producer_port.pb-c.h"
+#include "util/util_varint.h"
 #include "protos/perfetto/common/descriptor.pb-c.h"
 #include "protos/perfetto/config/trace_config.pb-c.h"
 #include "util/util.h"
@@ -270,6 +273,215 @@ START_TEST(test_durations_and_sizes)
 }
 END_TEST
 
+/* ---- wire bytes built by hand, for what protobuf-c cannot express -------- */
+
+struct wire {
+	uint8_t b[4096];
+	size_t n;
+};
+
+static void wire_put_varint(struct wire *w, uint64_t v)
+{
+	w->n += (size_t)(varint_put(w->b + w->n, v) - (w->b + w->n));
+}
+
+static void wire_bytes(struct wire *w, uint32_t id, const void *data, size_t len)
+{
+	ck_assert_uint_lt(w->n + len + 2 * VARINT_PUT_ROOM, sizeof(w->b));
+	wire_put_varint(w, ((uint64_t)id << 3) | 2);
+	wire_put_varint(w, len);
+	memcpy(w->b + w->n, data, len);
+	w->n += len;
+}
+
+static void wire_str(struct wire *w, uint32_t id, const char *s, size_t len)
+{
+	wire_bytes(w, id, s, len);
+}
+
+static void wire_msg(struct wire *w, uint32_t id, const struct wire *m)
+{
+	wire_bytes(w, id, m->b, m->n);
+}
+
+static void wire_varint(struct wire *w, uint32_t id, uint64_t v)
+{
+	wire_put_varint(w, (uint64_t)id << 3);
+	wire_put_varint(w, v);
+}
+
+/* A TraceConfig with one linux.ftrace data source around FtraceConfig bytes @ft. */
+static void trace_config_with(struct wire *out, const struct wire *ft, const char *name,
+			      size_t name_len)
+{
+	struct wire buffer = {}, dsc = {}, ds = {};
+
+	wire_varint(&buffer, 1, 1024);                /* BufferConfig.size_kb */
+	wire_str(&dsc, 1, name, name_len);            /* DataSourceConfig.name */
+	wire_msg(&dsc, 100, ft);                      /* .ftrace_config */
+	wire_msg(&ds, 1, &dsc);                       /* DataSource.config */
+	*out = (struct wire){};
+	wire_msg(out, 1, &buffer);                    /* TraceConfig.buffers */
+	wire_msg(out, 2, &ds);                        /* .data_sources */
+	wire_varint(out, 3, 1000);                    /* .duration_ms */
+}
+
+#define S(lit) lit, sizeof(lit) - 1
+
+/* The names: a NUL inside an event name, an instance name of "\0". */
+START_TEST(test_pbcheck_nul_in_strings)
+{
+	const ProtobufCMessageDescriptor *tc = &perfetto__protos__trace_config__descriptor;
+	struct wire ft = {}, cfg = {}, sd = {}, cmd = {};
+	char err[256];
+
+	/* clean: accepted, and protobuf-c agrees */
+	wire_str(&ft, 1, S("sched/sched_switch"));
+	trace_config_with(&cfg, &ft, S("linux.ftrace"));
+	ck_assert_int_eq(pbcheck_strings(tc, cfg.b, cfg.n, err, sizeof(err)), 0);
+
+	/* "sched/sched_switch\0foo" as the second event */
+	wire_str(&ft, 1, S("sched/sched_switch\0foo"));
+	trace_config_with(&cfg, &ft, S("linux.ftrace"));
+	ck_assert_int_eq(pbcheck_strings(tc, cfg.b, cfg.n, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "field 'data_sources[0].config.ftrace_config.ftrace_events[1]' has a "
+			      "NUL byte at offset 18 of its 22 bytes");
+
+	/* instance_name: "\0" */
+	ft = (struct wire){};
+	wire_str(&ft, 1, S("sched/sched_switch"));
+	wire_str(&ft, 25, S("\0"));
+	trace_config_with(&cfg, &ft, S("linux.ftrace"));
+	ck_assert_int_eq(pbcheck_strings(tc, cfg.b, cfg.n, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "field 'data_sources[0].config.ftrace_config.instance_name' has a NUL "
+			      "byte at offset 0 of its 1 bytes");
+
+	/* the data source's own name */
+	ft = (struct wire){};
+	trace_config_with(&cfg, &ft, S("linux.ftrace\0x"));
+	ck_assert_int_eq(pbcheck_strings(tc, cfg.b, cfg.n, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "'data_sources[0].config.name'"));
+
+	/* an unknown field may hold anything: it never reaches a check or a path */
+	cfg = (struct wire){};
+	wire_str(&cfg, 999, S("a\0b"));
+	ck_assert_int_eq(pbcheck_strings(tc, cfg.b, cfg.n, err, sizeof(err)), 0);
+
+	/* what the producer gets: SetupDataSource{config{ftrace_config{instance_name "\0"}}} */
+	ft = (struct wire){};
+	wire_str(&ft, 25, S("\0"));
+	cfg = (struct wire){};
+	wire_str(&cfg, 1, S("linux.ftrace"));
+	wire_msg(&cfg, 100, &ft);
+	wire_varint(&sd, 1, 7);                       /* new_instance_id */
+	wire_msg(&sd, 2, &cfg);                       /* config */
+	wire_msg(&cmd, 6, &sd);                       /* GetAsyncCommandResponse.setup_data_source */
+	ck_assert_int_eq(pbcheck_strings(&perfetto__protos__get_async_command_response__descriptor,
+					 cmd.b, cmd.n, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "field 'setup_data_source.config.ftrace_config.instance_name' has a NUL "
+			      "byte at offset 0 of its 1 bytes");
+}
+END_TEST
+
+/* Bytes that are not a message: refused, never read past; depth bounded. */
+START_TEST(test_pbcheck_malformed)
+{
+	const ProtobufCMessageDescriptor *tc = &perfetto__protos__trace_config__descriptor;
+	const ProtobufCMessageDescriptor *dp = &perfetto__protos__descriptor_proto__descriptor;
+	static const struct {
+		const char *bytes;
+		size_t len;
+		const char *want;
+	} cases[] = {
+		{ S("\x12\x05\x0a\x03"), "runs past the end" },          /* length past the end */
+		{ S("\x12\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f"), "runs past the end" },
+		{ S("\x18"), "runs past the end" },                      /* varint missing */
+		{ S("\x18\x80\x80"), "runs past the end" },              /* varint cut */
+		{ S("\x80"), "tag is cut short" },
+		{ S("\x00\x01"), "out of range" },                       /* field 0 */
+		{ S("\x13"), "wire type 3" },                            /* a group */
+		{ S("\x11\x01\x02"), "runs past the end" },              /* fixed64 cut */
+		{ S("\x12\x04\x0a\x02\x0a\x05"), "field 1 at byte 4 runs past the end (in field 'data_sources[0].config')" },
+	};
+	uint8_t *deep;
+	char err[256];
+	size_t n;
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		err[0] = '\0';
+		ck_assert_int_eq(pbcheck_strings(tc, (const uint8_t *)cases[i].bytes, cases[i].len, err,
+						 sizeof(err)), -EBADMSG);
+		ck_assert_msg(strstr(err, cases[i].want), "case %zu: got '%s', want '%s'", i, err,
+			      cases[i].want);
+	}
+	/* empty: a valid empty message (whether it is a useful config is record's to say) */
+	ck_assert_int_eq(pbcheck_strings(tc, NULL, 0, err, sizeof(err)), 0);
+
+	/* DescriptorProto.nested_type (3) nested 20 and 40 deep: the bound, not the stack */
+	for (unsigned depth = 20; depth <= 40; depth += 20) {
+		deep = calloc(depth * 2 + 1, 1);
+		ck_assert_ptr_nonnull(deep);
+		n = 0;
+		for (unsigned d = 0; d < depth; d++) {
+			deep[n++] = 3 << 3 | 2;
+			deep[n++] = (uint8_t)(2 * (depth - d - 1));
+		}
+		ck_assert_int_eq(pbcheck_strings(dp, deep, n, err, sizeof(err)),
+				 depth <= PBCHECK_MAX_DEPTH ? 0 : -EBADMSG);
+		if (depth > PBCHECK_MAX_DEPTH)
+			ck_assert_ptr_nonnull(strstr(err, "nest deeper"));
+		free(deep);
+	}
+	/* a short error buffer is cut, still terminated */
+	ck_assert_int_eq(pbcheck_strings(tc, (const uint8_t *)"\x12\x02\x0a\x05", 4, err, 8), -EBADMSG);
+	ck_assert_uint_eq(strlen(err), 7);
+}
+END_TEST
+
+/* record -c: a binary config with a NUL in a name, and a text one with any escape of 0. */
+START_TEST(test_config_nul_refused)
+{
+	static const char *const texts[] = {
+		"data_sources { config { name: \"linux.ftrace\" ftrace_config { "
+		"ftrace_events: \"sched/sched_switch\\0foo\" } } }",
+		"data_sources { config { name: \"linux.ftrace\" ftrace_config { instance_name: \"\\0\" } } }",
+		"data_sources { config { name: \"linux.ftrace\" ftrace_config { instance_name: \"a\\x00\" } } }",
+		"data_sources { config { name: \"linux.ftrace\" ftrace_config { instance_name: \"a\\000\" } } }",
+		"data_sources { config { name: \"linux.ftrace\" ftrace_config { instance_name: \"a\\400\" } } }",
+		"data_sources { config { name: \"linux.ftrace\\0\" } }",
+	};
+	char err[256], path[] = "/tmp/tp-config-nul-XXXXXX";
+	Perfetto__Protos__TraceConfig *cfg = NULL;
+	struct wire ft = {}, bin = {};
+	int fd;
+
+	for (size_t i = 0; i < ARRAY_SIZE(texts); i++) {
+		err[0] = '\0';
+		ck_assert_ptr_null(parse_text(texts[i], err, sizeof(err)));
+		ck_assert_msg(strstr(err, "has a NUL byte"), "'%s': got '%s'", texts[i], err);
+	}
+	/* and the same decoded into a string field that is not a name still fails;
+	 * a printable escape still works */
+	cfg = parse_text("data_sources { config { name: \"linux.\\x66trace\" } }", err, sizeof(err));
+	ck_assert_ptr_nonnull(cfg);
+	ck_assert_str_eq(cfg->data_sources[0]->config->name, "linux.ftrace");
+	protobuf_c_message_free_unpacked(&cfg->base, NULL);
+	cfg = NULL;
+
+	wire_str(&ft, 1, S("sched/sched_switch\0foo"));
+	trace_config_with(&bin, &ft, S("linux.ftrace"));
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write_all(fd, bin.b, bin.n), 0);
+	close(fd);
+	ck_assert_int_eq(recorder_config_load(path, &cfg, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_null(cfg);
+	ck_assert_msg(strstr(err, "field 'data_sources[0].config.ftrace_config.ftrace_events[0]' has "
+				  "a NUL byte"), "%s", err);
+	unlink(path);
+}
+END_TEST
+
 int main(void)
 {
 	const char *root = getenv("TP_SOURCE_ROOT");
@@ -287,6 +499,9 @@ int main(void)
 	tcase_add_test(tc, test_flags_reject_bad_names);
 	tcase_add_test(tc, test_binary_config);
 	tcase_add_test(tc, test_durations_and_sizes);
+	tcase_add_test(tc, test_pbcheck_nul_in_strings);
+	tcase_add_test(tc, test_pbcheck_malformed);
+	tcase_add_test(tc, test_config_nul_refused);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -668,6 +668,96 @@ START_TEST(test_cli)
 }
 END_TEST
 
+/*
+ * Pages that do not parse are counted and named (issue 20): a page whose
+ * header is refused and one cut short at a bad record, on two CPUs of a
+ * mutated golden.  The summary says which, by CPU, place and file offset;
+ * the command exits 1 and prints them; the undamaged pages convert as before.
+ */
+START_TEST(test_bad_pages_named)
+{
+	_cleanup_free_ char *path = golden("sched-v6.dat");
+	_cleanup_free_ struct convert_summary *sum = NULL;
+	_cleanup_free_ uint8_t *data = NULL;
+	_cleanup_free_ char *cmd = NULL, *want_cut = NULL, *want_refused = NULL;
+	char tmpl[] = "/tmp/tp-convert-bad-XXXXXX", text[8192];
+	const char *root = getenv("TP_BUILD_ROOT");
+	uint64_t cut = page_offset(path, 0, 3), refused = page_offset(path, 1, 2);
+	struct cc_pf pf = {};
+	size_t len, n;
+	FILE *f;
+	int st;
+
+	damaged_copy(tmpl, &data, &len);
+	memset(data + cut + 16, 0xff, 4);          /* the first record's header */
+	memset(data + refused + 8, 0, 8);          /* commit 0: no data */
+	write_copy(tmpl, data, len);
+	ck_assert_int_eq(cc_convert(tmpl, true, &pf, &sum), -EBADMSG);
+	ck_assert_uint_eq(sum->bad_pages, 2);
+	ck_assert_uint_eq(sum->parse_errors, 2);
+	ck_assert_uint_eq(sum->cpu[0].cut_pages, 1);
+	ck_assert_uint_eq(sum->cpu[0].refused_pages, 0);
+	ck_assert_uint_eq(sum->cpu[1].refused_pages, 1);
+	ck_assert_uint_eq(sum->cpu[1].cut_pages, 0);
+	ck_assert_uint_eq(sum->n_bad_listed, 2);
+	ck_assert_uint_eq(sum->bad[0].cpu, 0);
+	ck_assert_uint_eq(sum->bad[0].index, 3);
+	ck_assert_int_eq(sum->bad[0].offset, (int64_t)cut);
+	ck_assert(!sum->bad[0].refused);
+	ck_assert_uint_eq(sum->bad[1].cpu, 1);
+	ck_assert_uint_eq(sum->bad[1].index, 2);
+	ck_assert_int_eq(sum->bad[1].offset, (int64_t)refused);
+	ck_assert(sum->bad[1].refused);
+	/* the other pages: every event of the original but those two pages' */
+	ck_assert_uint_gt(sum->events, 0);
+	cc_pf_done(&pf);
+
+	/* the command names them and fails */
+	ck_assert_int_ge(asprintf(&cmd, "%s/probes/traced-probes convert %s -o /dev/null 2>&1",
+				  root ? root : ".", tmpl), 0);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	st = pclose(f);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 1);
+	ck_assert_int_ge(asprintf(&want_cut, "cpu 0 page 3 (file offset %llu): cut short",
+				  (unsigned long long)cut), 0);
+	ck_assert_int_ge(asprintf(&want_refused, "cpu 1 page 2 (file offset %llu): refused",
+				  (unsigned long long)refused), 0);
+	ck_assert_msg(strstr(text, "2 page(s) did not parse: 1 refused whole"), "%s", text);
+	ck_assert_msg(strstr(text, want_cut), "%s", text);
+	ck_assert_msg(strstr(text, want_refused), "%s", text);
+	unlink(tmpl);
+}
+END_TEST
+
+/* 34 bytes of 0xff over a page header (the issue's mutant): never exit 0. */
+START_TEST(test_page_header_overwritten)
+{
+	_cleanup_free_ char *path = golden("sched-v6.dat"), *args = NULL;
+	_cleanup_free_ uint8_t *data = NULL;
+	char tmpl[] = "/tmp/tp-convert-ff-XXXXXX";
+	size_t len;
+
+	for (int cpu = 0; cpu < 2; cpu++) {
+		uint64_t off = page_offset(path, cpu, 1);
+
+		damaged_copy(tmpl, &data, &len);
+		memset(data + off, 0xff, 34);
+		write_copy(tmpl, data, len);
+		free(args);
+		ck_assert_int_ge(asprintf(&args, "-q %s -o /dev/null", tmpl), 0);
+		ck_assert_int_eq(cli(args), 1);
+		unlink(tmpl);
+		strcpy(tmpl, "/tmp/tp-convert-ff-XXXXXX");
+		free(data);
+		data = NULL;
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("convert");
@@ -690,6 +780,8 @@ static Suite *suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("cli");
 	tcase_add_test(tc, test_cli);
+	tcase_add_test(tc, test_bad_pages_named);
+	tcase_add_test(tc, test_page_header_overwritten);
 	suite_add_tcase(s, tc);
 	return s;
 }

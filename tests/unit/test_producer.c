@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ipc/ipc.h"
 #include "loop/loop.h"
 #include "probes/ds/ds.h"
 #include "probes/producer.h"
@@ -23,6 +24,7 @@
 #include "service/service.h"
 #include "protos/pbw.h"
 #include "util/util.h"
+#include "util/util_varint.h"
 
 #define FAKE_CPUS 512u
 #define MAX_REPORTS 8
@@ -350,6 +352,187 @@ START_TEST(test_registry)
 }
 END_TEST
 
+/* ---- a NUL inside a config string, from a service that sends one -------- */
+
+/*
+ * A stand-in for traced that sends commands as raw bytes (the in-process
+ * service cannot: its configs are protobuf-c structs, whose strings end at
+ * a NUL).  It answers the handshake, then sends SetupTracing, a clean
+ * SetupDataSource for test.listener (1), one for test.percpu whose
+ * ftrace_config.instance_name is "\0" (2), and StartDataSource for both.
+ */
+static const char *const port_methods[] = {
+	"InitializeConnection", "RegisterDataSource", "UnregisterDataSource", "CommitData",
+	"GetAsyncCommand", "RegisterTraceWriter", "UnregisterTraceWriter",
+	"NotifyDataSourceStarted", "NotifyDataSourceStopped",
+};
+
+struct raw_port {
+	struct loop *e;
+	struct ipc_reply *stream;
+	unsigned started_notices;
+	unsigned setups;
+	char started[4][32];
+	unsigned n_started;
+};
+
+static struct raw_port *raw_port;
+
+struct raw_msg {
+	uint8_t b[256];
+	size_t n;
+};
+
+static void raw_put(struct raw_msg *m, uint64_t v)
+{
+	m->n += (size_t)(varint_put(m->b + m->n, v) - (m->b + m->n));
+}
+
+static void raw_bytes(struct raw_msg *m, uint32_t id, const void *data, size_t len)
+{
+	raw_put(m, ((uint64_t)id << 3) | 2);
+	raw_put(m, len);
+	memcpy(m->b + m->n, data, len);
+	m->n += len;
+}
+
+/* GetAsyncCommandResponse.setup_data_source (6) {new_instance_id, config{name, ftrace_config?}} */
+static void raw_setup(struct raw_msg *cmd, uint64_t id, const char *name, bool nul_instance)
+{
+	struct raw_msg cfg = {}, sd = {}, ft = {};
+
+	raw_bytes(&cfg, 1, name, strlen(name));
+	if (nul_instance) {
+		raw_bytes(&ft, 25, "\0", 1);
+		raw_bytes(&cfg, 100, ft.b, ft.n);
+	}
+	raw_put(&sd, 1 << 3);
+	raw_put(&sd, id);
+	raw_bytes(&sd, 2, cfg.b, cfg.n);
+	*cmd = (struct raw_msg){};
+	raw_bytes(cmd, 6, sd.b, sd.n);
+}
+
+static void raw_send_commands(struct raw_port *rp)
+{
+	struct raw_msg cmd = {}, st = {};
+
+	/* SetupTracing (3) {shared_buffer_page_size_kb (1): 4} */
+	raw_put(&st, 1 << 3);
+	raw_put(&st, 4);
+	raw_bytes(&cmd, 3, st.b, st.n);
+	ck_assert_int_eq(ipc_reply_send(rp->stream, cmd.b, cmd.n, true, -EBADF), 0);
+	raw_setup(&cmd, 1, "test.listener", false);
+	ck_assert_int_eq(ipc_reply_send(rp->stream, cmd.b, cmd.n, true, -EBADF), 0);
+	raw_setup(&cmd, 2, "test.percpu", true);
+	ck_assert_int_eq(ipc_reply_send(rp->stream, cmd.b, cmd.n, true, -EBADF), 0);
+	for (uint64_t id = 1; id <= 2; id++) {
+		struct raw_msg start = {};
+
+		/* StartDataSource (1) {new_instance_id (1)} */
+		raw_put(&start, 1 << 3);
+		raw_put(&start, id);
+		cmd = (struct raw_msg){};
+		raw_bytes(&cmd, 1, start.b, start.n);
+		ck_assert_int_eq(ipc_reply_send(rp->stream, cmd.b, cmd.n, true, -EBADF), 0);
+	}
+}
+
+static int raw_invoke(struct ipc_conn *conn, uint32_t method_id, const uint8_t *args, size_t len,
+		      struct ipc_reply *reply, void *userdata)
+{
+	struct raw_port *rp = userdata;
+	const char *m = port_methods[method_id - 1];
+
+	if (strcmp(m, "InitializeConnection") == 0) {
+		/* use_shmem_emulation (3): the producer brings its own buffer */
+		static const uint8_t resp[] = { 3 << 3, 1 };
+
+		return ipc_reply_send(reply, resp, sizeof(resp), false, -EBADF);
+	}
+	if (strcmp(m, "GetAsyncCommand") == 0) {
+		rp->stream = reply;
+		raw_send_commands(rp);
+		return 0;
+	}
+	if (strcmp(m, "NotifyDataSourceStarted") == 0 && ++rp->started_notices == 2)
+		(void)loop_exit(rp->e, 0);
+	return ipc_reply_send(reply, NULL, 0, false, -EBADF);
+}
+
+static int counting_setup(const struct ds_env *env, const Perfetto__Protos__DataSourceConfig *cfg,
+			  void **ret, char **ret_error, char **ret_warnings)
+{
+	raw_port->setups++;
+	return listener_setup(env, cfg, ret, ret_error, ret_warnings);
+}
+
+static void on_raw_started(struct producer *p, const char *name, void *userdata)
+{
+	struct raw_port *rp = userdata;
+
+	if (rp->n_started < ARRAY_SIZE(rp->started))
+		snprintf(rp->started[rp->n_started++], sizeof(rp->started[0]), "%s", name);
+}
+
+/*
+ * The refused instance never reaches its data source's setup, is answered
+ * as started (as traced_probes answers a failed one) and reports failed;
+ * the clean one of the same connection records as usual.
+ */
+START_TEST(test_nul_in_config_refused)
+{
+	static const struct ds_ops listener_counting = {
+		.name = "test.listener", .setup = counting_setup, .start = listener_start,
+		.flush = listener_flush, .free = fake_free,
+	};
+	static const struct ds_ops percpu_counting = {
+		.name = "test.percpu", .setup = counting_setup, .start = listener_start,
+		.flush = listener_flush, .free = fake_free,
+	};
+	static const struct ds_ops *const kinds[] = { &listener_counting, &percpu_counting, NULL };
+	const struct producer_hooks hooks = { .ds_started = on_raw_started, .ds_stopped = on_ds_stopped };
+	struct raw_port rp = {};
+	struct ipc_host *h = NULL;
+	struct producer *p = NULL;
+	const struct ds_report *r;
+	int sv[2];
+
+	memset(&seen, 0, sizeof(seen));
+	raw_port = &rp;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	ck_assert_int_ge(loop_new(&rp.e), 0);
+	ck_assert_int_eq(ipc_host_new(&h), 0);
+	ck_assert_int_eq(ipc_host_attach_event(h, rp.e), 0);
+	ck_assert_int_eq(ipc_host_register_service(h, "ProducerPort", port_methods,
+						   ARRAY_SIZE(port_methods), raw_invoke, NULL, &rp,
+						   NULL), 0);
+	ck_assert_int_eq(ipc_host_adopt(h, sv[1], NULL), 0);
+	ck_assert_int_ge(producer_new(rp.e, kinds, NULL, &hooks, &rp, &p), 0);
+	ck_assert_int_ge(producer_adopt_fd(p, sv[0]), 0);
+	ck_assert_int_ge(loop_run(rp.e), 0);
+
+	ck_assert_uint_eq(rp.started_notices, 2);
+	/* only the clean instance was set up and started */
+	ck_assert_uint_eq(rp.setups, 1);
+	ck_assert_uint_eq(rp.n_started, 1);
+	ck_assert_str_eq(rp.started[0], "test.listener");
+	p = producer_free(p);
+	r = find_report("test.percpu", 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert(r->failed);
+	r = find_report("test.listener", 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert(!r->failed);
+	rp.stream = ipc_reply_forget(rp.stream);
+	h = ipc_host_free(h);
+	rp.e = loop_unref(rp.e);
+	for (size_t i = 0; i < seen.n_reports; i++)
+		ds_report_done(&seen.reports[i]);
+	raw_port = NULL;
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("producer");
@@ -359,6 +542,7 @@ int main(void)
 
 	tcase_add_test(tc, test_reports_and_notices);
 	tcase_add_test(tc, test_registry);
+	tcase_add_test(tc, test_nul_in_config_refused);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

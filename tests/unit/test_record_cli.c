@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "probes/daemon.h"
@@ -429,6 +431,225 @@ START_TEST(test_check_events)
 }
 END_TEST
 
+/* ---- configs that would record nothing: refused before anything starts -- */
+
+/* @text (of @len bytes) as a config file in the fixture; returns its path in @path */
+static void write_config(char *path, size_t path_len, const char *name, const char *text,
+			 size_t len)
+{
+	int fd;
+
+	snprintf(path, path_len, "%s/%s", fixture, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write_all(fd, text, len), 0);
+	close(fd);
+}
+
+/* a linux.ftrace config with @n events, each "sched/" + @name_len bytes */
+static char *ftrace_config_text(size_t n, size_t name_len, size_t *ret_len)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "buffers { size_kb: 1024 }\n"
+		   "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n");
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "  ftrace_events: \"sched/");
+		for (size_t k = 0; k < name_len; k++)
+			fputc('a' + (int)((i + k) % 26), f);
+		fprintf(f, "\"\n");
+	}
+	fprintf(f, "} } }\nduration_ms: 1000\n");
+	ck_assert_int_eq(fclose(f), 0);
+	*ret_len = len;
+	return text;
+}
+
+/*
+ * The issue's inputs: 7,000 copies of an event, a 1 MB event name, a data
+ * source config too large for one IPC frame, a file over the size limit, an
+ * empty and a one-byte config, and one that names no data source of ours:
+ * each is refused with its limit named, before the output file exists.
+ */
+START_TEST(test_record_refuses_configs)
+{
+	static const struct {
+		size_t events, name_len;
+		const char *raw;          /* instead of events */
+		size_t raw_len;
+		const char *want;
+	} cases[] = {
+		{ 7000, 12, NULL, 0, "lists 7000 ftrace_events, more than the limit of 4096" },
+		{ 1, 1 << 20, NULL, 0, "ftrace_events[0] is 1048582 bytes long, more than the limit of 255" },
+		{ 3000, 45, NULL, 0, "more than the limit of 122880 (120 KiB)" },
+		{ 0, 0, "", 0, "names no data source this program records (0 named)" },
+		{ 0, 0, " ", 1, "names no data source this program records (0 named)" },
+		{ 0, 0, "\x00", 1, "neither a text nor a binary TraceConfig" },
+		{ 0, 0, "data_sources { config { name: \"android.power\" } }", 0,
+		  "names no data source this program records (1 named); it records linux.ftrace" },
+		{ 0, 0, "data_sources { config { name: \"linux.ftrace\" ftrace_config { instance_name: \""
+			"0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"
+			"0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"
+			"0123456789012345678901234567890123456789012345678901234567890123456789\" } } }",
+		  0, "instance_name is 270 bytes long, more than the limit of 255" },
+	};
+	char cfg[512], out[512];
+	struct stat st;
+
+	snprintf(out, sizeof(out), "%s/refused.pftrace", fixture);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		_cleanup_free_ char *text = NULL, *msg = NULL;
+		struct recorder_options o;
+		size_t len;
+		int r;
+
+		if (cases[i].raw) {
+			len = cases[i].raw_len ? cases[i].raw_len : strlen(cases[i].raw);
+			write_config(cfg, sizeof(cfg), "refused.cfg", cases[i].raw, len);
+		} else {
+			text = ftrace_config_text(cases[i].events, cases[i].name_len, &len);
+			write_config(cfg, sizeof(cfg), "refused.cfg", text, len);
+		}
+		recorder_options_init(&o);
+		o.config_path = cfg;
+		o.output = out;
+		o.quiet = true;
+		capture_begin();
+		r = recorder_run(&o);
+		msg = capture_end();
+		ck_assert_msg(r < 0, "case %zu accepted", i);
+		ck_assert_msg(strstr(msg, cases[i].want), "case %zu: '%s' not in: %s", i, cases[i].want, msg);
+		ck_assert_msg(stat(out, &st) < 0, "case %zu left an output file", i);
+		(void)unlink(cfg);
+	}
+}
+END_TEST
+
+/* Over the file size limit: the limit is named, not "File too large". */
+START_TEST(test_record_refuses_huge_file)
+{
+	_cleanup_free_ char *text = calloc(RECORDER_CONFIG_MAX_BYTES + 1, 1), *msg = NULL;
+	struct recorder_options o;
+	char cfg[512], out[512];
+	int r;
+
+	ck_assert_ptr_nonnull(text);
+	memset(text, ' ', RECORDER_CONFIG_MAX_BYTES + 1);
+	write_config(cfg, sizeof(cfg), "huge.pbtxt", text, RECORDER_CONFIG_MAX_BYTES + 1);
+	snprintf(out, sizeof(out), "%s/huge.pftrace", fixture);
+	recorder_options_init(&o);
+	o.config_path = cfg;
+	o.output = out;
+	o.quiet = true;
+	capture_begin();
+	r = recorder_run(&o);
+	msg = capture_end();
+	ck_assert_int_eq(r, -E2BIG);
+	ck_assert_msg(strstr(msg, "larger than 4 MiB, the limit for a config file"), "%s", msg);
+	(void)unlink(cfg);
+}
+END_TEST
+
+/* The example configs and the flags' own config pass the same checks. */
+START_TEST(test_record_config_check_passes_examples)
+{
+	static const char *const examples[] = { "sched.pbtxt", "sched-process-names.pbtxt",
+						"long-ring-buffer.pbtxt" };
+	Perfetto__Protos__TraceConfig *cfg = NULL;
+	struct recorder_options o;
+	char path[4200], err[512] = "";
+
+	for (size_t i = 0; i < ARRAY_SIZE(examples); i++) {
+		snprintf(path, sizeof(path), "%s/config/%s", source_root, examples[i]);
+		ck_assert_int_eq(recorder_config_load(path, &cfg, err, sizeof(err)), 0);
+		ck_assert_msg(recorder_config_check(cfg, err, sizeof(err)) == 0, "%s: %s", examples[i], err);
+		protobuf_c_message_free_unpacked(&cfg->base, NULL);
+	}
+	recorder_options_init(&o);
+	ck_assert_int_eq(recorder_config_from_options(&o, &cfg, err, sizeof(err)), 0);
+	ck_assert_int_eq(recorder_config_check(cfg, err, sizeof(err)), 0);
+	protobuf_c_message_free_unpacked(&cfg->base, NULL);
+}
+END_TEST
+
+/* ---- --cleanup-after-crash says what it could not do ---------------------- */
+
+/* `traced-probes --cleanup-after-crash` on @state_dir: exit status, output in @out */
+static int run_cleanup(const char *state_dir, char *out, size_t len)
+{
+	const char *build = getenv("TP_BUILD_ROOT");
+	_cleanup_free_ char *cmd = NULL;
+	size_t n;
+	FILE *f;
+	int st;
+
+	ck_assert_int_ge(asprintf(&cmd, "TRACED_PROBES_STATE_DIR=%s %s/probes/traced-probes "
+				  "--cleanup-after-crash 2>&1", state_dir, build ? build : "."), 0);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(out, 1, len - 1, f);
+	out[n] = '\0';
+	st = pclose(f);
+	ck_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/*
+ * An unparseable state file, and one whose owner (this test) still runs:
+ * each named with the reason, nothing touched, exit 1.  Nothing at all to
+ * restore is not an error.
+ */
+START_TEST(test_cleanup_after_crash_reports)
+{
+	char dir[] = "/tmp/tp-cleanup-XXXXXX", bad[512], live[512], text[512], out[4096];
+	struct statfs sfs;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(run_cleanup(dir, out, sizeof(out)), 0);
+
+	snprintf(bad, sizeof(bad), "%s/ftrace-bad.undo", dir);
+	{
+		int fd = open(bad, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write_all(fd, "not a state file\n", 17), 0);
+		close(fd);
+	}
+	ck_assert_int_eq(run_cleanup(dir, out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, bad) && strstr(out, "not a state file this program wrote"), "%s", out);
+	ck_assert_msg(strstr(out, "could not restore everything"), "%s", out);
+	(void)unlink(bad);
+
+	/* the owner check comes after the directory is found to be tracefs */
+	if (statfs("/sys/kernel/tracing", &sfs) == 0 && sfs.f_type == 0x74726163) {
+		_cleanup_free_ char *on = NULL;
+		int fd;
+
+		/* the value it holds now: were the owner check ever skipped, the replay changes nothing */
+		if (read_full_file_at(AT_FDCWD, "/sys/kernel/tracing/tracing_on", 16, &on, NULL) < 0)
+			on = strdup("1");
+		ck_assert_ptr_nonnull(on);
+		on[strcspn(on, "\n")] = '\0';
+		snprintf(live, sizeof(live), "%s/ftrace-live.undo", dir);
+		snprintf(text, sizeof(text), "traced-probes-ftrace-undo 2\npid %d\n"
+			 "dir /sys/kernel/tracing\ntruncate 0\nw tracing_on %s\n", (int)getpid(), on);
+		fd = open(live, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write_all(fd, text, strlen(text)), 0);
+		close(fd);
+		ck_assert_int_eq(run_cleanup(dir, out, sizeof(out)), 1);
+		ck_assert_msg(strstr(out, live) && strstr(out, "still running"), "%s", out);
+		/* left in place for when its owner is gone */
+		ck_assert_int_eq(access(live, F_OK), 0);
+		(void)unlink(live);
+	}
+	(void)rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("record_cli");
@@ -452,6 +673,10 @@ int main(void)
 	tcase_add_test(tc, test_hypervisor_instance);
 	tcase_add_test(tc, test_check_events);
 	tcase_add_test(tc, test_daemon_wrong_words_named);
+	tcase_add_test(tc, test_record_refuses_configs);
+	tcase_add_test(tc, test_record_refuses_huge_file);
+	tcase_add_test(tc, test_record_config_check_passes_examples);
+	tcase_add_test(tc, test_cleanup_after_crash_reports);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -82,6 +82,13 @@ struct ftrace_host *ftrace_host_free(struct ftrace_host *h);
  */
 int ftrace_host_recover(const char *state_dir);
 
+/**
+ * ftrace_host_recover_report - ftrace_host_recover(), and in *@ret_report a
+ * malloc'd text with one line per list left alone and why (see
+ * ftrace_tracefs_undo_replay_dir()), untouched when every list was replayed.
+ */
+int ftrace_host_recover_report(const char *state_dir, char **ret_report);
+
 struct ftrace_ds_hooks {
 	/*
 	 * Called after each read pass (drain timer or flush) with the pids and

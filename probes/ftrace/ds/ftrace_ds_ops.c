@@ -38,9 +38,9 @@ static void *ops_shared_free(void *shared)
 	return ftrace_host_free(shared);
 }
 
-static int ops_recover(void)
+static int ops_recover(char **ret_report)
 {
-	return ftrace_host_recover(NULL);
+	return ftrace_host_recover_report(NULL, ret_report);
 }
 
 /* Perfetto's traced_probes registers linux.ftrace with an (empty) FtraceDescriptor. */

@@ -41,9 +41,15 @@ static const char *state_dir_default(void)
 	return e && e[0] == '/' ? e : FTRACE_STATE_DIR_DEFAULT;
 }
 
+int ftrace_host_recover_report(const char *state_dir, char **ret_report)
+{
+	return ftrace_tracefs_undo_replay_dir(state_dir ? state_dir : state_dir_default(),
+					      ret_report);
+}
+
 int ftrace_host_recover(const char *state_dir)
 {
-	return ftrace_tracefs_undo_replay_dir(state_dir ? state_dir : state_dir_default());
+	return ftrace_host_recover_report(state_dir, NULL);
 }
 
 int ftrace_host_new(struct loop *e, struct ftrace_host **ret)

@@ -132,10 +132,13 @@ int ftrace_tracefs_undo_parse(char *text, int *ret_pid, struct ftrace_tracefs **
 /**
  * ftrace_tracefs_undo_replay_dir - ftrace_tracefs_undo_file_replay() (not
  * forced) on every undo list file of @state_dir.
+ * @ret_report (may be NULL): unless every file was replayed, a malloc'd
+ * text, one line per file left alone and why (its owner still runs, it is
+ * malformed, the restore failed); untouched when there is nothing to say.
  * Returns: the number replayed, or the first -errno (the other files are
  * still tried; a missing @state_dir holds none).
  */
-int ftrace_tracefs_undo_replay_dir(const char *state_dir);
+int ftrace_tracefs_undo_replay_dir(const char *state_dir, char **ret_report);
 
 /* -- shared use of one directory by several data sources (ftrace_tracefs_share.c) -- */
 

@@ -758,7 +758,8 @@ int ftrace_tracefs_undo_parse(char *text, int *ret_pid, struct ftrace_tracefs **
 	return 0;
 }
 
-int ftrace_tracefs_undo_file_replay(const char *path, bool force)
+/* As ftrace_tracefs_undo_file_replay(); a list left alone for a live owner sets *@ret_live_pid. */
+static int file_replay(const char *path, bool force, int *ret_live_pid)
 {
 	_cleanup_(ftrace_tracefs_freep) struct ftrace_tracefs *t = NULL;
 	_cleanup_free_ char *text = NULL;
@@ -773,8 +774,11 @@ int ftrace_tracefs_undo_file_replay(const char *path, bool force)
 		return r;
 	if (!dir_valid(t->path))
 		return -EBADMSG;
-	if (!force && pid != getpid() && pid_alive(pid))
+	if (!force && pid != getpid() && pid_alive(pid)) {
+		if (ret_live_pid)
+			*ret_live_pid = pid;
 		return 0;
+	}
 
 	t->dirfd = open(t->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (t->dirfd < 0)
@@ -793,29 +797,53 @@ int ftrace_tracefs_undo_file_replay(const char *path, bool force)
 	return 1;
 }
 
-int ftrace_tracefs_undo_replay_dir(const char *state_dir)
+int ftrace_tracefs_undo_file_replay(const char *path, bool force)
 {
+	return file_replay(path, force, NULL);
+}
+
+int ftrace_tracefs_undo_replay_dir(const char *state_dir, char **ret_report)
+{
+	_cleanup_free_ char *report = NULL;
+	size_t report_len = 0;
 	int n = 0, first_error = 0, r;
+	FILE *f = NULL;
 	DIR *d;
 
 	d = opendir(state_dir);
 	if (!d)
 		return errno == ENOENT ? 0 : negative_errno();
+	if (ret_report)
+		f = open_memstream(&report, &report_len);
 
 	for (struct dirent *de; (de = readdir(d));) {
 		_cleanup_free_ char *p = NULL;
 		size_t l = strlen(de->d_name);
+		int live = 0;
 
 		if (strncmp(de->d_name, "ftrace", 6) != 0 || l < 11 || strcmp(de->d_name + l - 5, ".undo") != 0)
 			continue;
 		p = strdup_printf("%s/%s", state_dir, de->d_name);
 		/* A malformed file (-EBADMSG) is never acted on and is kept for a human. */
-		r = p ? ftrace_tracefs_undo_file_replay(p, false) : -ENOMEM;
+		r = p ? file_replay(p, false, &live) : -ENOMEM;
 		if (r > 0)
 			n++;
 		else if (r < 0 && first_error == 0)
 			first_error = r;
+		if (!f || !p)
+			continue;
+		/* what a person asking for a cleanup must hear: one line per file not restored */
+		if (r == 0 && live > 0)
+			fprintf(f, "%s: not restored: it belongs to process %d, which is still "
+				   "running (stop it first)\n", p, live);
+		else if (r == -EBADMSG)
+			fprintf(f, "%s: not restored: not a state file this program wrote "
+				   "(malformed, or a directory that is not tracefs); left in place\n", p);
+		else if (r < 0)
+			fprintf(f, "%s: not restored: %s; left in place\n", p, strerror(-r));
 	}
 	closedir(d);
+	if (f && fclose(f) == 0 && report && report[0] && ret_report)
+		*ret_report = TAKE_PTR(report);
 	return first_error < 0 ? first_error : n;
 }
