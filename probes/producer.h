@@ -85,6 +85,12 @@ size_t producer_report_live(struct producer *p,
 bool producer_is_active(const struct producer *p);
 
 /**
+ * producer_is_starting - true while a data source's start goes on off the
+ * loop (a buffer resize on its own thread): asked for, not yet acked.
+ */
+bool producer_is_starting(const struct producer *p);
+
+/**
  * producer_default_socket - the producer socket Perfetto's traced listens on:
  * $PERFETTO_PRODUCER_SOCK_NAME, else /run/perfetto/traced-producer.sock when
  * /run/perfetto/ exists, else /tmp/perfetto-producer.

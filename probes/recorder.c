@@ -25,6 +25,8 @@
 #define RECORDER_MAX_REPORTS 8
 /* The session starts once our data sources are registered, or after this. */
 #define REGISTER_TIMEOUT_US (5 * 1000000ull)
+/* How often the bound above looks again while a start goes on off the loop. */
+#define START_RECHECK_US (100 * 1000ull)
 /* The live status line on a terminal is redrawn this often. */
 #define STATUS_PERIOD_US 1000000ull
 /* A second Ctrl-C sooner than this after the first is the same keypress relayed. */
@@ -262,6 +264,19 @@ static int on_duration(struct loop_source *s, uint64_t usec, void *userdata)
 
 	(void)s;
 	(void)usec;
+	/*
+	 * Before any data source is on, this is only the bound on the wait for
+	 * them to register.  A start already under way (a buffer resize on its
+	 * own thread, seconds for a large buffer or a slow machine) is not a
+	 * data source that never came: its start re-arms the timer for the
+	 * whole duration, as a setup that blocked the loop always did; a start
+	 * that fails ends the wait at the next look.
+	 */
+	if (!rec->tracing_ns && producer_is_starting(rec->producer)) {
+		(void)loop_source_set_time_relative(s, START_RECHECK_US);
+		(void)loop_source_set_enabled(s, LOOP_ONESHOT);
+		return 0;
+	}
 	if (!rec->stopping) {
 		rec->stopping = true;
 		status_erase(rec);
