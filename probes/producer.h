@@ -85,8 +85,10 @@ size_t producer_report_live(struct producer *p,
 bool producer_is_active(const struct producer *p);
 
 /**
- * producer_is_starting - true while a data source's start goes on off the
- * loop (a buffer resize on its own thread): asked for, not yet acked.
+ * producer_is_starting - true while a data source is set up and not yet
+ * started: its StartDataSource still to come, or its start going on off the
+ * loop (a buffer resize on its own thread).  False once each has started or
+ * failed.
  */
 bool producer_is_starting(const struct producer *p);
 

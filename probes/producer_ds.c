@@ -121,7 +121,7 @@ static void on_commit_soon(void *host)
 bool producer_is_starting(const struct producer *p)
 {
 	for (const struct producer_ds *ds = p ? p->instances : NULL; ds; ds = ds->next)
-		if (ds->starting)
+		if (ds->starting || (!ds->failed && !ds->started))
 			return true;
 	return false;
 }

@@ -266,11 +266,11 @@ static int on_duration(struct loop_source *s, uint64_t usec, void *userdata)
 	(void)usec;
 	/*
 	 * Before any data source is on, this is only the bound on the wait for
-	 * them to register.  A start already under way (a buffer resize on its
-	 * own thread, seconds for a large buffer or a slow machine) is not a
-	 * data source that never came: its start re-arms the timer for the
-	 * whole duration, as a setup that blocked the loop always did; a start
-	 * that fails ends the wait at the next look.
+	 * them to register.  One already set up and on its way to starting (a
+	 * slow setup just done, a buffer resize on its own thread: seconds for a
+	 * large buffer or an emulated machine) is not a data source that never
+	 * came: its start re-arms the timer for the whole duration; a start that
+	 * fails ends the wait at the next look.
 	 */
 	if (!rec->tracing_ns && producer_is_starting(rec->producer)) {
 		(void)loop_source_set_time_relative(s, START_RECHECK_US);
