@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -116,9 +119,48 @@ static char created[8][64];
 
 static void remove_all(void)
 {
+	/*
+	 * A failed assertion can leave a recorder or producer of the test
+	 * unfreed, its trace_pipe_raw descriptors still open, and the kernel
+	 * refuses to remove an instance while any of them is: at exit nothing
+	 * needs a descriptor any more.
+	 */
+	(void)syscall(SYS_close_range, 3u, ~0u, 0u);
 	for (size_t i = 0; i < ARRAY_SIZE(created); i++)
 		if (created[i][0])
 			tp_instance_remove(created[i]);
+}
+
+/*
+ * Instances of ours ("tp-...-PID") whose process is gone: a suite killed by
+ * its timeout or a signal never ran its teardown nor remove_all().
+ */
+static void remove_orphans(void)
+{
+	DIR *d = opendir(TP_TRACEFS "/instances");
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		const char *dash = strrchr(de->d_name, '-');
+		char *end;
+		long pid;
+
+		if (strncmp(de->d_name, "tp-", 3) != 0 || !dash)
+			continue;
+		errno = 0;
+		pid = strtol(dash + 1, &end, 10);
+		if (errno || *end || end == dash + 1 || pid <= 0 || pid == getpid())
+			continue;
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			char path[512];
+
+			snprintf(path, sizeof(path), TP_TRACEFS "/instances/%s", de->d_name);
+			if (rmdir(path) == 0)
+				fprintf(stderr, "removed the instance %s of a process that is gone\n", de->d_name);
+		}
+	}
+	if (d)
+		closedir(d);
 }
 
 int tp_instance_create(const char *name, char *ret_path, size_t len)
@@ -136,6 +178,7 @@ int tp_instance_create(const char *name, char *ret_path, size_t len)
 			break;
 		}
 	if (!registered) {
+		remove_orphans();
 		atexit(remove_all);
 		registered = true;
 	}
