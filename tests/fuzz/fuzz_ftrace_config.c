@@ -81,11 +81,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(err);
 	err = NULL;
 
+	/* The limits record checks first: a refusal names its limit. */
+	char why[256] = "";
+	int checked = ftrace_plan_check(cfg, why, sizeof(why));
+
+	if (checked != 0 && (checked != -E2BIG || !strstr(why, "more than the limit of")))
+		abort();
+
 	/* The RAM size picks the default buffer; let the input reach both. */
 	r = ftrace_config_resolve(cfg, avail(), size & 1 ? 16ull << 30 : 1ull << 30, &c, &err);
-	if (r == 0)
+	if (r == 0) {
 		check(c);
-	else if (r != -EINVAL && r != -ENOMEM)
+		/* what the early check refused, resolve must not accept */
+		if (checked < 0 && cfg->n_ftrace_events > FTRACE_MAX_CONFIG_EVENTS)
+			abort();
+		if (cfg->instance_name && strlen(cfg->instance_name) > FTRACE_INSTANCE_NAME_MAX)
+			abort();
+	} else if (r != -EINVAL && r != -ENOMEM)
 		abort();
 	ftrace_config_free(c);
 	free(err);

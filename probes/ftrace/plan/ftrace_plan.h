@@ -552,8 +552,9 @@ struct ftrace_plan {
  * system access (`record` refuses such a config before it starts): at most
  * FTRACE_MAX_CONFIG_EVENTS ftrace_events, each at most a group and an event
  * name of FTRACE_NAME_MAX bytes and the slash, an instance_name of at most
- * FTRACE_INSTANCE_NAME_MAX bytes.  ftrace_plan_resolve() holds a config to
- * the same limits.
+ * FTRACE_INSTANCE_NAME_MAX bytes.  ftrace_plan_resolve() refuses the same
+ * configs (names that long are never valid) with its own reasons, once the
+ * session has started; this says so before it.
  * Returns: 0, or -E2BIG with the limit named in @err.
  */
 int ftrace_plan_check(const struct Perfetto__Protos__FtraceConfig *cfg, char *err, size_t err_len);
