@@ -39,6 +39,7 @@ for ((i = 1; i <= rounds; i++)); do
 			failed=$((failed + 1))
 			echo "round $i: $s FAIL ($((SECONDS - start)) s)"
 			grep -aE ':[FE]:|Assertion|not restored|never' "$build/loaded-$s.log" | head -n 20
+			cp "$build/loaded-$s.log" "$build/loaded-$s-round$i.log"
 		fi
 	done
 done

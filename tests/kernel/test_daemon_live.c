@@ -71,6 +71,14 @@ static void wait_read_events(uint64_t n, const char *what)
 	tp_assert_wait(&watch, tp_read_events_reached, &g, what);
 }
 
+/*
+ * Every session of these tests is stopped by the test (SIGTERM, SIGKILL),
+ * once what it waits for has happened; duration_ms is only a bound past
+ * every wait, so that a slow start on a busy machine never ends a session
+ * before the test is done with it.
+ */
+#define SESSION_BOUND_MS (3u * TP_WAIT_HANG_MS)
+
 static void write_config(const char *path, const char *events, unsigned duration_ms)
 {
 	FILE *f = fopen(path, "w");
@@ -202,10 +210,10 @@ START_TEST(test_daemon_service_restart)
 	snprintf(out1, sizeof(out1), "%s/killed.pftrace", tmpdir);
 	snprintf(out2, sizeof(out2), "%s/second.pftrace", tmpdir);
 	snprintf(path, sizeof(path), "%s/restart-notify.sock", tmpdir);
-	write_config(cfg_first, "ftrace_events: \"sched/sched_switch\"", 60000);
+	write_config(cfg_first, "ftrace_events: \"sched/sched_switch\"", SESSION_BOUND_MS);
 	/* sched_waking only in the second: its being enabled shows the second session runs */
 	write_config(cfg_second, "ftrace_events: \"sched/sched_switch\" "
-				 "ftrace_events: \"sched/sched_waking\"", 60000);
+				 "ftrace_events: \"sched/sched_waking\"", SESSION_BOUND_MS);
 
 	ck_assert_int_eq(tp_workload_start("tp-daemon-load", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
 	/* the daemon first, with no service: it waits and retries */
@@ -253,7 +261,7 @@ START_TEST(test_daemon_notifies)
 	snprintf(path, sizeof(path), "%s/notify.sock", tmpdir);
 	snprintf(cfg, sizeof(cfg), "%s/notify.pbtxt", tmpdir);
 	snprintf(out, sizeof(out), "%s/notify.pftrace", tmpdir);
-	write_config(cfg, "ftrace_events: \"sched/sched_switch\"", 60000);
+	write_config(cfg, "ftrace_events: \"sched/sched_switch\"", SESSION_BOUND_MS);
 	fd = notify_listen(path);
 	ck_assert_int_eq(setenv("NOTIFY_SOCKET", path, 1), 0);
 	ck_assert_int_eq(setenv("WATCHDOG_USEC", "200000", 1), 0);
@@ -287,7 +295,7 @@ START_TEST(test_daemon_sigterm_mid_session)
 
 	snprintf(cfg, sizeof(cfg), "%s/sigterm.pbtxt", tmpdir);
 	snprintf(out, sizeof(out), "%s/sigterm.pftrace", tmpdir);
-	write_config(cfg, "ftrace_events: \"sched/sched_switch\"", 60000);
+	write_config(cfg, "ftrace_events: \"sched/sched_switch\"", SESSION_BOUND_MS);
 	svc = spawn_service(cfg, out);
 	daemon = spawn_daemon();
 	tp_assert_wait(&watch, tracing_in_instance, NULL, "the daemon never started tracing");
@@ -320,7 +328,7 @@ START_TEST(test_daemon_over_tcp)
 	snprintf(cfg, sizeof(cfg), "%s/tcp.pbtxt", tmpdir);
 	snprintf(out, sizeof(out), "%s/tcp.pftrace", tmpdir);
 	write_config(cfg, "ftrace_events: \"sched/sched_switch\" "
-			  "ftrace_events: \"sched/sched_waking\"", 60000);
+			  "ftrace_events: \"sched/sched_waking\"", SESSION_BOUND_MS);
 	ck_assert_int_eq(tp_workload_start("tp-tcp", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
 	svc = spawn_service(cfg, out);
 	daemon = spawn_daemon();
@@ -338,18 +346,23 @@ END_TEST
 
 /*
  * The test drives the two sessions by what tracefs shows, not by their
- * durations: an emulated guest takes seconds to set one up, so fixed
- * durations could end the first before the second even started.  A is
- * stopped once both have recorded for a while, B a while after A ended.
+ * durations or by time: an emulated guest takes seconds to set one up, and a
+ * busy machine may give the drain little CPU, so A is stopped once the
+ * instance's readers have taken TWO_OVERLAP_EVENTS events out of it while
+ * both sessions were on (the ping-pong workload makes switches and wakings
+ * in about equal numbers, so each trace gets thousands), and B once
+ * TWO_AFTER_EVENTS more were read after A ended.
  */
-#define TWO_OVERLAP_USEC (1500 * 1000ull)
+#define TWO_OVERLAP_EVENTS 20000u
+#define TWO_AFTER_EVENTS 2000u
 #define TWO_TICK_USEC (100 * 1000ull)
 
 struct two {
 	struct loop *e;
 	struct svc_session *a, *b;
 	int done;
-	uint64_t both_since, a_done_at;  /* CLOCK_MONOTONIC usec, 0 until seen */
+	bool both_on, a_over;
+	uint64_t read_at_both, read_at_a_done;  /* tp_read_events() when each was seen */
 	char events_after_first[4096];
 };
 
@@ -365,15 +378,20 @@ static bool instance_has_event(const char *name)
 static int two_tick(struct loop_source *src, uint64_t usec, void *userdata)
 {
 	struct two *t = userdata;
+	uint64_t read = tp_read_events(fx.path);
 
-	if (t->done == 0 && !t->both_since && instance_has_event("sched_switch") &&
-	    instance_has_event("sched_waking"))
-		t->both_since = usec;
-	if (t->done == 0 && t->both_since && usec - t->both_since >= TWO_OVERLAP_USEC)
+	if (t->done == 0 && !t->both_on && instance_has_event("sched_switch") &&
+	    instance_has_event("sched_waking")) {
+		t->both_on = true;
+		t->read_at_both = read;
+	}
+	if (t->done == 0 && t->both_on && read - t->read_at_both >= TWO_OVERLAP_EVENTS)
 		(void)svc_session_stop(t->a);
-	if (t->done == 1 && !t->a_done_at)
-		t->a_done_at = usec;
-	if (t->done == 1 && usec - t->a_done_at >= TWO_OVERLAP_USEC)
+	if (t->done == 1 && !t->a_over) {
+		t->a_over = true;
+		t->read_at_a_done = read;
+	}
+	if (t->done == 1 && read - t->read_at_a_done >= TWO_AFTER_EVENTS)
 		(void)svc_session_stop(t->b);
 	if (t->done < 2) {
 		ck_assert_int_ge(loop_source_set_time(src, usec + TWO_TICK_USEC), 0);
@@ -426,8 +444,8 @@ START_TEST(test_two_sessions)
 	struct svc_session *a = NULL, *b = NULL;
 	struct loop_source *tick = NULL;
 	/* Durations only as a bound: two_tick() stops both. */
-	Perfetto__Protos__TraceConfig *cfg_a = config("sched/sched_switch", 100000);
-	Perfetto__Protos__TraceConfig *cfg_b = config("sched/sched_waking", 100000);
+	Perfetto__Protos__TraceConfig *cfg_a = config("sched/sched_switch", SESSION_BOUND_MS);
+	Perfetto__Protos__TraceConfig *cfg_b = config("sched/sched_waking", SESSION_BOUND_MS);
 	struct tp_trace_summary sa, sb;
 	struct tp_workload w;
 	char out_a[600], out_b[600];
@@ -505,7 +523,8 @@ int main(void)
 	s = suite_create("daemon");
 	tc = tcase_create("daemon");
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 120);
+	/* a bound above every wait of a test, which are TP_WAIT_HANG_MS each */
+	tcase_set_timeout(tc, 4 * TP_WAIT_HANG_MS / 1000);
 	tcase_add_test(tc, test_daemon_service_restart);
 	tcase_add_test(tc, test_daemon_sigterm_mid_session);
 	tcase_add_test(tc, test_daemon_notifies);

@@ -152,19 +152,11 @@ static int tick(struct loop_source *src, uint64_t usec, void *userdata)
  */
 static uint64_t start_gap_ns(const struct tp_trace_summary *s)
 {
-	uint64_t started = 0, all = 0;
+	uint64_t started = tp_trace_service_event_ts(s,
+		PERFETTO__PROTOS__TRACING_SERVICE_EVENT__EVENT_TYPE_TRACING_STARTED);
+	uint64_t all = tp_trace_service_event_ts(s,
+		PERFETTO__PROTOS__TRACING_SERVICE_EVENT__EVENT_TYPE_ALL_DATA_SOURCES_STARTED);
 
-	for (size_t i = 0; i < s->trace->n_packet; i++) {
-		const Perfetto__Protos__TracePacket *pk = s->trace->packet[i];
-		const Perfetto__Protos__TracingServiceEvent *ev = pk->service_event;
-
-		if (!ev || !pk->has_timestamp)
-			continue;
-		if (ev->event_type_case == PERFETTO__PROTOS__TRACING_SERVICE_EVENT__EVENT_TYPE_TRACING_STARTED)
-			started = pk->timestamp;
-		if (ev->event_type_case == PERFETTO__PROTOS__TRACING_SERVICE_EVENT__EVENT_TYPE_ALL_DATA_SOURCES_STARTED)
-			all = pk->timestamp;
-	}
 	ck_assert_uint_gt(started, 0);
 	ck_assert_uint_ge(all, started);
 	return all - started;

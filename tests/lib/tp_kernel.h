@@ -78,7 +78,7 @@ bool tp_wait_for(bool (*cond)(void), unsigned ms);
  * (that is the failure, and its exit status says why), and otherwise only
  * after TP_WAIT_HANG_MS, a bound that catches a hang and measures no speed.
  */
-#define TP_WAIT_HANG_MS 90000u
+#define TP_WAIT_HANG_MS 180000u
 
 /* the processes a test's waits depend on, with names for the messages */
 struct tp_watch {

@@ -184,3 +184,17 @@ int32_t tp_trace_thread_tgid(const struct tp_trace_summary *s, int32_t tid)
 	}
 	return -1;
 }
+
+uint64_t tp_trace_service_event_ts(const struct tp_trace_summary *s, int event_case)
+{
+	uint64_t ts = 0;
+
+	for (size_t i = 0; s->trace && i < s->trace->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *pk = s->trace->packet[i];
+
+		if (pk->service_event && pk->has_timestamp &&
+		    (int)pk->service_event->event_type_case == event_case)
+			ts = pk->timestamp;
+	}
+	return ts;
+}

@@ -64,3 +64,11 @@ bool tp_trace_has_next_pid(const struct tp_trace_summary *s, int32_t pid);
  * tp_trace_thread_tgid - the tgid a ProcessTree gave @tid, or -1.
  */
 int32_t tp_trace_thread_tgid(const struct tp_trace_summary *s, int32_t tid);
+
+/*
+ * The timestamp of the service's TracingServiceEvent @event_case (one of
+ * PERFETTO__PROTOS__TRACING_SERVICE_EVENT__EVENT_TYPE_*: tracing_started,
+ * all_data_sources_started...), the last one if several, 0 if none: what
+ * trace_processor reads as tracing_started_ns and all_data_source_started_ns.
+ */
+uint64_t tp_trace_service_event_ts(const struct tp_trace_summary *s, int event_case);
