@@ -375,11 +375,23 @@ static void on_producer_disconnected(struct producer *p, int error, void *userda
 static int open_output(struct recorder *rec, const char *output)
 {
 	_cleanup_free_ char *dir_copy = strdup(output), *base_copy = strdup(output);
+	struct stat st;
 	char *tmp;
 	int fd;
 
 	if (!dir_copy || !base_copy)
 		return -ENOMEM;
+	/*
+	 * A device or a FIFO (-o /dev/null) is written in place: renaming the
+	 * temporary file over it would replace it with a regular file.
+	 */
+	if (stat(output, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		fd = open(output, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0)
+			return -errno;
+		rec->out_fd = fd;
+		return 0;
+	}
 	if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(dir_copy), basename(base_copy)) < 0)
 		return -ENOMEM;
 	fd = mkostemp(tmp, O_CLOEXEC);
@@ -394,16 +406,21 @@ static int open_output(struct recorder *rec, const char *output)
 	return 0;
 }
 
-/* Only a complete trace gets the name the user asked for. */
+/*
+ * Only a complete trace gets the name the user asked for.  Without a
+ * temporary name (a device or a FIFO) there is nothing to sync or rename.
+ */
 static int finish_output(struct recorder *rec, bool ok)
 {
 	int r = 0;
 
-	if (ok && fsync(rec->out_fd) < 0)
+	if (ok && rec->tmp_path && fsync(rec->out_fd) < 0)
 		r = -errno;
 	if (close(rec->out_fd) < 0 && r == 0)
 		r = -errno;
 	rec->out_fd = -EBADF;
+	if (!rec->tmp_path)
+		return r;
 	if (ok && r == 0 && rename(rec->tmp_path, rec->opts->output) < 0)
 		r = -errno;
 	if (!ok || r < 0)
