@@ -112,8 +112,8 @@ if grep -n ': warning: ' /src/build.log; then
 fi
 echo "-- build: $(secs "$t") s, no warnings"
 t=$(date +%s)
-rc=0
-user meson test -C build --suite pure --print-errorlogs --num-processes 2 >/src/test.log 2>&1 || rc=$?
+rc=0 test_rc=0
+user meson test -C build --suite pure --print-errorlogs --num-processes 2 >/src/test.log 2>&1 || test_rc=$?
 echo "-- pure suites: $(secs "$t") s"
 t=$(date +%s)
 # The package's build has flags of its own (hardening=+all), so its
@@ -132,6 +132,28 @@ else
 	rc=1
 fi
 if [ -n "${TP_DEB13_SHELL:-}" ]; then bash -i || true; fi
+# Failures listed in tests/debian13-known-failures do not fail the run.
+known=tests/debian13-known-failures
+failed=$(sed -n '/^Summary of Failures:/,/^Ok:/p' /src/test.log |
+	awk '/ (FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS) / { for (i = 1; i < NF; i++) if ($i == "/") { print $(i + 1); break } }' | sort -u)
+unknown=0
+for t in $failed; do
+	if why=$(grep -E "^$t( |\$)" "$known"); then
+		echo "-- $t failed (known: $known): ${why#"$t"}"
+	else
+		unknown=$((unknown + 1))
+	fi
+done
+for t in $(sed -e '/^#/d' -e 's/ .*//' "$known"); do
+	case " $(echo $failed) " in
+	*" $t "*) ;;
+	*) echo "-- $t passes: remove it from $known" ;;
+	esac
+done
+if [ "$test_rc" != 0 ] && [ -n "$failed" ] && [ "$unknown" = 0 ]; then
+	test_rc=0
+fi
+[ "$test_rc" = 0 ] || rc=1
 # The suites' output last, so that it ends with meson's summary.
 cat /src/test.log
 exit $rc
