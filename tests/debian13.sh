@@ -67,7 +67,6 @@ if [ ! -f "$tarball" ]; then
 	find "$cache" -maxdepth 1 -name "$suite-*.tar" ! -path "$tarball" -delete
 	echo "debian13: root filesystem made in $(secs "$t") s"
 fi
-flock -u 9
 
 root=$(mktemp -d /var/tmp/tp-debian13.XXXXXX)
 cleanup() {
@@ -77,12 +76,14 @@ cleanup() {
 trap cleanup EXIT
 t=$(date +%s)
 tar -C "$root" -xf "$tarball"
+# Unpacked: another run may now replace the tarball.
+flock -u 9
 
 # The tree as git knows it, with changes not yet committed and new files
 # not ignored: what would be committed, not what a build left around.
 mkdir -p "$root/src/traced-probes"
 git ls-files -z --cached --others --exclude-standard |
-	while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+	while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done |
 	xargs -0 cp --parents -t "$root/src/traced-probes"
 # The reference traces beside the tree (shared/data), when there are any:
 # without them test_protos skips its sample tests.
@@ -158,7 +159,6 @@ fi
 cat /src/test.log
 exit $rc
 EOF
-t=$(date +%s)
 rc=0
 # /proc of the new PID namespace, a /dev of its own (the few nodes a build
 # and the suites use, so that nothing in there can remove or replace one of
