@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the .deb: dpkg-buildpackage wants debian/ at the top of the source
 # tree, so the tree is exported (as git has it) to a scratch directory with
-# packaging/debian moved into place.  The .deb lands in $1 (default: ./debian-build).
+# packaging/debian moved into place.  The .deb lands in $1 (default: ./debian-build),
+# with the build's log beside it (build.log), for its compiler warnings.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$top/debian-build}
@@ -15,4 +16,5 @@ cp "$top/packaging/traced-probes.tmpfiles" "$work/traced-probes/debian/traced-pr
 (cd "$work/traced-probes" && dpkg-buildpackage -us -uc -b >"$work/build.log" 2>&1) || {
 	tail -n 40 "$work/build.log"; exit 1; }
 cp "$work"/*.deb "$out"/
+cp "$work/build.log" "$out/build.log"
 ls "$out"/*.deb

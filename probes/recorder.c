@@ -102,12 +102,11 @@ void recorder_options_init(struct recorder_options *o)
 static void on_session_done(struct svc_session *ss, int error, void *userdata)
 {
 	struct svc_ctx *ctx = userdata;
-	uint64_t one = 1;
 
 	ctx->rec->session_error = error;
 	(void)svc_session_get_stats(ss, &ctx->rec->svc_stats);
 	(void)loop_exit(ctx->event, 0);
-	(void)write(ctx->rec->done_efd, &one, sizeof(one));
+	(void)eventfd_write(ctx->rec->done_efd, 1);
 }
 
 static void start_session(struct svc_ctx *ctx)
@@ -120,12 +119,10 @@ static void start_session(struct svc_ctx *ctx)
 	ctx->register_timeout = loop_source_disable_unref(ctx->register_timeout);
 	r = svc_session_start(ctx->svc, ctx->rec->cfg, ctx->rec->out_fd, &hooks, ctx, &ctx->session);
 	if (r < 0) {
-		uint64_t one = 1;
-
 		log_error_errno(r, "Failed to start the tracing session: %m");
 		ctx->rec->session_error = r;
 		(void)loop_exit(ctx->event, 0);
-		(void)write(ctx->rec->done_efd, &one, sizeof(one));
+		(void)eventfd_write(ctx->rec->done_efd, 1);
 		return;
 	}
 	ctx->rec->session_started = true;
@@ -149,9 +146,9 @@ static int on_register_timeout(struct loop_source *src, uint64_t usec, void *use
 static int on_stop_request(struct loop_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct svc_ctx *ctx = userdata;
-	uint64_t v;
+	eventfd_t v;
 
-	(void)read(fd, &v, sizeof(v));
+	(void)eventfd_read(fd, &v);
 	if (ctx->session)
 		(void)svc_session_stop(ctx->session);
 	else
@@ -181,11 +178,9 @@ static void *svc_thread_main(void *userdata)
 	if (r >= 0)
 		r = loop_run(ctx.event);
 	if (r < 0) {
-		uint64_t one = 1;
-
 		log_error_errno(r, "The in-process tracing service failed: %m");
 		ctx.rec->session_error = r;
-		(void)write(ctx.rec->done_efd, &one, sizeof(one));
+		(void)eventfd_write(ctx.rec->done_efd, 1);
 	}
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
 		ctx.rec->svc_cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -199,11 +194,14 @@ static void *svc_thread_main(void *userdata)
 
 /* ---- main thread -------------------------------------------------------- */
 
+/*
+ * The eventfd pokes here cannot fail short of a bug; eventfd_write() and
+ * eventfd_read() because a (void) cast does not quiet write()'s and
+ * read()'s warn_unused_result under _FORTIFY_SOURCE (the package's build).
+ */
 static void request_stop(struct recorder *rec)
 {
-	uint64_t one = 1;
-
-	(void)write(rec->stop_efd, &one, sizeof(one));
+	(void)eventfd_write(rec->stop_efd, 1);
 }
 
 static void status_erase(struct recorder *rec)
@@ -336,9 +334,9 @@ static int on_signal(struct loop_source *s, const struct signalfd_siginfo *si, v
 
 static int on_done(struct loop_source *s, int fd, uint32_t revents, void *userdata)
 {
-	uint64_t v;
+	eventfd_t v;
 
-	(void)read(fd, &v, sizeof(v));
+	(void)eventfd_read(fd, &v);
 	return loop_exit(loop_source_get_loop(s), 0);
 }
 
@@ -375,11 +373,23 @@ static void on_producer_disconnected(struct producer *p, int error, void *userda
 static int open_output(struct recorder *rec, const char *output)
 {
 	_cleanup_free_ char *dir_copy = strdup(output), *base_copy = strdup(output);
+	struct stat st;
 	char *tmp;
 	int fd;
 
 	if (!dir_copy || !base_copy)
 		return -ENOMEM;
+	/*
+	 * A device or a FIFO (-o /dev/null) is written in place: renaming the
+	 * temporary file over it would replace it with a regular file.
+	 */
+	if (stat(output, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		fd = open(output, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0)
+			return -errno;
+		rec->out_fd = fd;
+		return 0;
+	}
 	if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(dir_copy), basename(base_copy)) < 0)
 		return -ENOMEM;
 	fd = mkostemp(tmp, O_CLOEXEC);
@@ -394,16 +404,21 @@ static int open_output(struct recorder *rec, const char *output)
 	return 0;
 }
 
-/* Only a complete trace gets the name the user asked for. */
+/*
+ * Only a complete trace gets the name the user asked for.  Without a
+ * temporary name (a device or a FIFO) there is nothing to sync or rename.
+ */
 static int finish_output(struct recorder *rec, bool ok)
 {
 	int r = 0;
 
-	if (ok && fsync(rec->out_fd) < 0)
+	if (ok && rec->tmp_path && fsync(rec->out_fd) < 0)
 		r = -errno;
 	if (close(rec->out_fd) < 0 && r == 0)
 		r = -errno;
 	rec->out_fd = -EBADF;
+	if (!rec->tmp_path)
+		return r;
 	if (ok && r == 0 && rename(rec->tmp_path, rec->opts->output) < 0)
 		r = -errno;
 	if (!ok || r < 0)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: a normal build and an ASan/UBSan build, each running
 # every Check suite (unit + end-to-end on the real kernel), then every
-# libFuzzer target for a bounded time, then the kernel suites again in
+# libFuzzer target for a bounded time, then the build, the pure suites and
+# the .deb in a Debian 13 root filesystem (tests/debian13.sh; SKIP without
+# mmdebstrap; made once, into a cache), then the kernel suites again in
 # Debian 12's 6.1 kernels under QEMU (tests/vm/; SKIP without QEMU; the
 # kernels are downloaded once, into a cache).  Needs root for the kernel
 # tests (they are reported as SKIP otherwise).
@@ -71,6 +73,19 @@ if command -v clang >/dev/null && [ "$FUZZ_SECONDS" -gt 0 ]; then
 		rm -rf "$work"
 	done
 fi
+# Debian 13 (trixie): the build with its compiler and libraries, the pure
+# suites and the .deb, in a root filesystem made by mmdebstrap and cached
+# (tests/debian13.sh).  It never reaches this machine's tracefs.
+echo "== Debian 13: build, pure suites, .deb"
+if [ "${TP_DEB13:-1}" = 0 ]; then
+	echo "SKIP: Debian 13: TP_DEB13=0"
+elif ! command -v mmdebstrap >/dev/null; then
+	echo "SKIP: Debian 13: no mmdebstrap (apt-get install mmdebstrap)"
+elif [ "$(id -u)" != 0 ]; then
+	echo "SKIP: Debian 13: needs root (mmdebstrap's root mode, a chroot in a mount namespace)"
+else
+	tests/debian13.sh
+fi
 # Debian 12's own kernels (6.1 generic, cloud, PREEMPT_RT) under QEMU: the
 # kernel suites of the normal build again, in each (tests/vm/).
 echo "== kernel suites in Debian 12's 6.1 kernels under QEMU"
@@ -82,6 +97,10 @@ elif [ "$(id -u)" != 0 ]; then
 	echo "SKIP: VM matrix: needs root (a mount namespace for the read-only share, virtiofsd)"
 elif ! command -v busybox >/dev/null || ldd "$(command -v busybox)" >/dev/null 2>&1; then
 	echo "SKIP: VM matrix: no static busybox for the guest's initramfs (apt-get install busybox-static)"
+elif ! apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' 2>/dev/null | grep -q .; then
+	# tests/vm/ fetches the guests' kernels through this machine's apt:
+	# Debian 13's knows 6.12, not Debian 12's 6.1.
+	echo "SKIP: VM matrix: apt knows no Debian 12 kernel (linux-image-6.1.0-N-amd64; apt-get update, or this is not Debian 12)"
 elif [ "$(stat -c %d build-test)" != "$(stat -c %d /)" ]; then
 	echo "SKIP: VM matrix: $PWD is not on the root filesystem, the only one shared with the guests"
 else

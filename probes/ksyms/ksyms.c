@@ -6,6 +6,7 @@
  * allocated at its final size.
  */
 
+#include <assert.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -264,9 +265,32 @@ static int build_dictionary(struct builder *b, struct ksyms *k)
 	return 0;
 }
 
+/*
+ * The stream's exact length: the encoding pass below, sized only, so that
+ * the stream is allocated once at its size (a bound then a shrinking
+ * realloc left the old pointer in play as the failure fallback).
+ */
+static size_t stream_len(const struct builder *b)
+{
+	uint64_t prev = 0;
+	size_t len = 0;
+
+	for (size_t i = 0; i < b->n_syms; i++) {
+		const struct sym *y = &b->syms[i];
+
+		if (i % KSYMS_INDEX_STRIDE == 0)
+			prev = y->addr;
+		len += varint_len(y->addr - prev) + varint_len(y->n);
+		for (uint32_t t = 0; t < y->n; t++)
+			len += varint_len(b->toks[b->list[y->first + t]].id);
+		prev = y->addr;
+	}
+	return len;
+}
+
 static int encode(struct builder *b, struct ksyms *k)
 {
-	size_t n = 0, bound = 0, w = 0;
+	size_t n = 0, w = 0;
 	uint64_t prev = 0;
 	uint8_t *p, *s;
 
@@ -276,12 +300,12 @@ static int encode(struct builder *b, struct ksyms *k)
 			b->syms[w++] = b->syms[i];
 	b->n_syms = w;
 
-	for (size_t i = 0; i < b->n_syms; i++)
-		bound += 2 * VARINT_MAX_LEN + (size_t)b->syms[i].n * 3;
+	k->stream_len = stream_len(b);
 	k->n_idx = (b->n_syms + KSYMS_INDEX_STRIDE - 1) / KSYMS_INDEX_STRIDE;
 	k->idx_addr = malloc(k->n_idx * sizeof(*k->idx_addr) + 1);
 	k->idx_off = malloc(k->n_idx * sizeof(*k->idx_off) + 1);
-	s = malloc(bound + VARINT_PUT_ROOM);
+	/* the room varint_put() may touch past the last value */
+	s = malloc(k->stream_len + VARINT_PUT_ROOM);
 	if (!k->idx_addr || !k->idx_off || !s) {
 		free(s);
 		return -ENOMEM;
@@ -301,11 +325,8 @@ static int encode(struct builder *b, struct ksyms *k)
 			p = varint_put(p, b->toks[b->list[y->first + t]].id);
 		prev = y->addr;
 	}
-	k->stream_len = (size_t)(p - s);
-	/* give back the slack of the bound */
-	k->stream = realloc(s, k->stream_len + 1);
-	if (!k->stream)
-		k->stream = s;
+	assert((size_t)(p - s) == k->stream_len);
+	k->stream = s;
 	k->n_syms = b->n_syms;
 	return 0;
 }

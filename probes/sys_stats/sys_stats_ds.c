@@ -183,8 +183,10 @@ int sys_stats_setup_at(const struct ds_env *env, const SysStatsConfig *cfg, cons
 	if (fclose(warn) != 0 && r >= 0)
 		r = -ENOMEM;
 	if (r < 0) {
-		if (ret_error)
-			(void)asprintf(ret_error, "linux.sys_stats: setup failed: %s", strerror(-r));
+		/* asprintf() leaves *ret_error undefined when it fails */
+		if (ret_error &&
+		    asprintf(ret_error, "linux.sys_stats: setup failed: %s", strerror(-r)) < 0)
+			*ret_error = NULL;
 		sys_stats_free(ss);
 		return r;
 	}

@@ -239,8 +239,10 @@ static int op_setup(const struct ds_env *env, const Perfetto__Protos__DataSource
 
 	r = system_info_setup_at(env, cfg ? cfg->system_info_config : NULL, NULL, NULL, &si);
 	if (r < 0) {
-		if (ret_error)
-			(void)asprintf(ret_error, "linux.system_info: setup failed: %s", strerror(-r));
+		/* asprintf() leaves *ret_error undefined when it fails */
+		if (ret_error &&
+		    asprintf(ret_error, "linux.system_info: setup failed: %s", strerror(-r)) < 0)
+			*ret_error = NULL;
 		return r;
 	}
 	*ret = si;

@@ -7,6 +7,7 @@
  * non-compact encoding, and damaged pages become FtraceErrors and a
  * failure, never a crash.
  */
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "tests/lib/convert_check.h"
@@ -739,6 +740,7 @@ START_TEST(test_page_header_overwritten)
 	_cleanup_free_ char *path = golden("sched-v6.dat"), *args = NULL;
 	_cleanup_free_ uint8_t *data = NULL;
 	char tmpl[] = "/tmp/tp-convert-ff-XXXXXX";
+	struct stat st;
 	size_t len;
 
 	for (int cpu = 0; cpu < 2; cpu++) {
@@ -755,6 +757,9 @@ START_TEST(test_page_header_overwritten)
 		free(data);
 		data = NULL;
 	}
+	/* -o /dev/null is written in place, never renamed over (as root it could be) */
+	ck_assert_int_eq(stat("/dev/null", &st), 0);
+	ck_assert(S_ISCHR(st.st_mode));
 }
 END_TEST
 
