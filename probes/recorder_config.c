@@ -14,7 +14,6 @@
 #include "protos/pbtxt.h"
 #include "probes/recorder.h"
 #include "probes/ds/ds.h"
-#include "probes/ftrace/plan/ftrace_plan.h"
 #include "protos/perfetto/config/trace_config.pb-c.h"
 #include "util/util.h"
 
@@ -296,36 +295,6 @@ int recorder_config_from_options(const struct recorder_options *o,
 	return 0;
 }
 
-/* "group/event": two names and the slash */
-#define EVENT_NAME_MAX (2 * FTRACE_NAME_MAX + 1)
-
-static int check_ftrace(const Perfetto__Protos__FtraceConfig *ft, size_t i, char *err,
-			size_t err_len)
-{
-	if (ft->n_ftrace_events > FTRACE_MAX_CONFIG_EVENTS) {
-		snprintf(err, err_len, "data source %zu (linux.ftrace) lists %zu ftrace_events, more than "
-			 "the limit of %u", i, ft->n_ftrace_events, FTRACE_MAX_CONFIG_EVENTS);
-		return -E2BIG;
-	}
-	for (size_t k = 0; k < ft->n_ftrace_events; k++) {
-		size_t n = strlen(ft->ftrace_events[k]);
-
-		if (n > EVENT_NAME_MAX) {
-			snprintf(err, err_len, "data source %zu (linux.ftrace): ftrace_events[%zu] is %zu "
-				 "bytes long, more than the limit of %u (a group and an event name of "
-				 "at most %u each)", i, k, n, EVENT_NAME_MAX, FTRACE_NAME_MAX);
-			return -E2BIG;
-		}
-	}
-	if (ft->instance_name && strlen(ft->instance_name) > FTRACE_INSTANCE_NAME_MAX) {
-		snprintf(err, err_len, "data source %zu (linux.ftrace): instance_name is %zu bytes long, "
-			 "more than the limit of %u", i, strlen(ft->instance_name),
-			 FTRACE_INSTANCE_NAME_MAX);
-		return -E2BIG;
-	}
-	return 0;
-}
-
 int recorder_config_check(const Perfetto__Protos__TraceConfig *cfg, char *err, size_t err_len)
 {
 	size_t served = 0;
@@ -335,15 +304,21 @@ int recorder_config_check(const Perfetto__Protos__TraceConfig *cfg, char *err, s
 		return -EINVAL;
 	for (size_t i = 0; i < cfg->n_data_sources; i++) {
 		const Perfetto__Protos__DataSourceConfig *dc = cfg->data_sources[i]->config;
+		const struct ds_ops *ops;
 		size_t bytes;
 
 		if (!dc || !dc->name || !ds_find(dc->name))
 			continue;
 		served++;
-		if (dc->ftrace_config && strcmp(dc->name, "linux.ftrace") == 0) {
-			r = check_ftrace(dc->ftrace_config, i, err, err_len);
-			if (r < 0)
+		ops = ds_find(dc->name);
+		if (ops->check_config) {
+			char why[256] = "";
+
+			r = ops->check_config(dc, why, sizeof(why));
+			if (r < 0) {
+				snprintf(err, err_len, "data source %zu (%s) %s", i, dc->name, why);
 				return r;
+			}
 		}
 		bytes = protobuf_c_message_get_packed_size(&dc->base);
 		if (bytes > RECORDER_DS_CONFIG_MAX_BYTES) {

@@ -26,6 +26,12 @@ run_build() {
 
 echo "== normal build"
 run_build build-test
+echo "== the daemon and record suites again, beside a CPU and memory hog"
+if [ "$(id -u)" = 0 ]; then
+	tests/loaded.sh build-test 1
+else
+	echo "SKIP: loaded suites: need root"
+fi
 echo "== sanitizer build (address,undefined)"
 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	run_build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbench=false

@@ -141,6 +141,15 @@ struct ds_ops {
 	int (*recover)(char **ret_report);
 
 	/*
+	 * Optional: refuse a config this kind could never record from, before
+	 * anything starts (`record` asks before it starts its service): the
+	 * limits of the kind's own fields, with no system access.  Returns: 0,
+	 * or -errno with the reason in @err (the limit named, without the data
+	 * source's name, which the caller puts in front).
+	 */
+	int (*check_config)(const struct Perfetto__Protos__DataSourceConfig *cfg, char *err,
+			    size_t err_len);
+	/*
 	 * SetupDataSource.  @cfg is not kept after return.  On failure
 	 * *ret_error may hold a malloc'd reason for the log.  On success
 	 * *ret_warnings may hold malloc'd non-fatal problems, one per line.

@@ -38,33 +38,30 @@ static void forget_spawned(pid_t pid)
 }
 
 /*
- * Until the first use of tracing since boot the buffers hold a page per CPU
- * and buffer_size_kb reads "7 (expanded: 1408)"; the first event enabled
- * anywhere (before 6.7: any instance) grows them for good, to "1410" on
- * 6.1.  No one can shrink them back, so the test takes that step first,
- * as any first tracer would: otherwise a snapshot taken on a fresh boot
- * never matches.  Writing 0 to an event's enable file in a scratch
- * instance does it without enabling anything.
+ * Until the first use of tracing since boot a buffer holds a page per CPU
+ * and its buffer_size_kb reads "7 (expanded: 1408)"; the first event
+ * enabled grows it for good, to "1410" on 6.1.  Before 6.7 that first use
+ * anywhere grew every buffer; since 6.7 each buffer (the top level and
+ * each instance) grows on its own first use.  No one can shrink a buffer
+ * back, so the test takes that step for the top level first, as any first
+ * tracer would: otherwise a snapshot of the top level taken on a fresh boot
+ * never matches.  Writing 0 to an event's enable file does it without
+ * enabling anything; an unexpanded top level has no event enabled (enabling
+ * one expands it), so the write changes nothing else.
  */
 static void expand_buffers_once(void)
 {
 	_cleanup_free_ char *size = NULL;
-	char dir[128], path[256];
 	int fd;
 
 	if (read_full_file_at(AT_FDCWD, TP_TRACEFS "/buffer_size_kb", 4096, &size, NULL) < 0 ||
 	    !strstr(size, "(expanded:"))
 		return;
-	snprintf(dir, sizeof(dir), TP_TRACEFS "/instances/tp-expand-%d", (int)getpid());
-	if (mkdir(dir, 0755) < 0)
-		return;
-	snprintf(path, sizeof(path), "%s/events/sched/sched_switch/enable", dir);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
+	fd = open(TP_TRACEFS "/events/sched/sched_switch/enable", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		(void)!write(fd, "0", 1);
 		close(fd);
 	}
-	(void)rmdir(dir);
 }
 
 bool tp_kernel_available(void)

@@ -483,7 +483,7 @@ START_TEST(test_record_refuses_configs)
 		const char *want;
 	} cases[] = {
 		{ 7000, 12, NULL, 0, "lists 7000 ftrace_events, more than the limit of 4096" },
-		{ 1, 1 << 20, NULL, 0, "ftrace_events[0] is 1048582 bytes long, more than the limit of 255" },
+		{ 1, 1 << 20, NULL, 0, "has an ftrace_events[0] of 1048582 bytes, more than the limit of 255" },
 		{ 3000, 45, NULL, 0, "more than the limit of 122880 (120 KiB)" },
 		{ 0, 0, "", 0, "names no data source this program records (0 named)" },
 		{ 0, 0, " ", 1, "names no data source this program records (0 named)" },
@@ -494,7 +494,7 @@ START_TEST(test_record_refuses_configs)
 			"0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"
 			"0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"
 			"0123456789012345678901234567890123456789012345678901234567890123456789\" } } }",
-		  0, "instance_name is 270 bytes long, more than the limit of 255" },
+		  0, "has an instance_name of 270 bytes, more than the limit of 255" },
 	};
 	char cfg[512], out[512];
 	struct stat st;

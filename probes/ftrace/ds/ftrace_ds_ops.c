@@ -11,6 +11,7 @@
 #include "probes/ds/ds.h"
 #include "probes/ftrace/ds/ftrace_ds.h"
 #include "probes/ftrace/parse/ftrace_parse.h"
+#include "probes/ftrace/plan/ftrace_plan.h"
 #include "protos/perfetto/common/data_source_descriptor.pb-c.h"
 #include "protos/perfetto/config/data_source_config.pb-c.h"
 #include "util/util.h"
@@ -72,6 +73,11 @@ static void on_started(struct ftrace_ds *ds, int error, const char *why, void *u
 	(void)ds;
 	if (o->host.started)
 		o->host.started(o->host.host, error, why);
+}
+
+static int ops_check_config(const Perfetto__Protos__DataSourceConfig *cfg, char *err, size_t err_len)
+{
+	return ftrace_plan_check(cfg ? cfg->ftrace_config : NULL, err, err_len);
 }
 
 static int ops_setup(const struct ds_env *env, const Perfetto__Protos__DataSourceConfig *cfg,
@@ -175,6 +181,7 @@ const struct ds_ops ftrace_ds_ops = {
 	.shared_new = ops_shared_new,
 	.shared_free = ops_shared_free,
 	.recover = ops_recover,
+	.check_config = ops_check_config,
 	.setup = ops_setup,
 	.start = ops_start,
 	.flush = ops_flush,

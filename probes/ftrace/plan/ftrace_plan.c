@@ -390,6 +390,36 @@ static int resolve_exclusive(const Perfetto__Protos__FtraceConfig *cfg, struct f
 	return 0;
 }
 
+/* "group/event": two names and the slash */
+#define EVENT_NAME_MAX (2 * FTRACE_NAME_MAX + 1)
+
+int ftrace_plan_check(const Perfetto__Protos__FtraceConfig *cfg, char *err, size_t err_len)
+{
+	if (!cfg)
+		return 0;
+	if (cfg->n_ftrace_events > FTRACE_MAX_CONFIG_EVENTS) {
+		snprintf(err, err_len, "lists %zu ftrace_events, more than the limit of %u",
+			 cfg->n_ftrace_events, FTRACE_MAX_CONFIG_EVENTS);
+		return -E2BIG;
+	}
+	for (size_t k = 0; k < cfg->n_ftrace_events; k++) {
+		size_t n = cfg->ftrace_events[k] ? strlen(cfg->ftrace_events[k]) : 0;
+
+		if (n > EVENT_NAME_MAX) {
+			snprintf(err, err_len, "has an ftrace_events[%zu] of %zu bytes, more than the limit "
+				 "of %u (a group and an event name of at most %u each)", k, n,
+				 EVENT_NAME_MAX, FTRACE_NAME_MAX);
+			return -E2BIG;
+		}
+	}
+	if (cfg->instance_name && strlen(cfg->instance_name) > FTRACE_INSTANCE_NAME_MAX) {
+		snprintf(err, err_len, "has an instance_name of %zu bytes, more than the limit of %u",
+			 strlen(cfg->instance_name), FTRACE_INSTANCE_NAME_MAX);
+		return -E2BIG;
+	}
+	return 0;
+}
+
 /* ftrace_config_resolve() with the implied events of @cfg already planned
  * (FTRACE_ATRACE_RSS_THROTTLED_EITHER): the conditions are decided here,
  * by whether @avail has synthetic/rss_stat_throttled. */

@@ -548,6 +548,17 @@ struct ftrace_plan {
 };
 
 /**
+ * ftrace_plan_check - the limits of @cfg's own fields, checked before any
+ * system access (`record` refuses such a config before it starts): at most
+ * FTRACE_MAX_CONFIG_EVENTS ftrace_events, each at most a group and an event
+ * name of FTRACE_NAME_MAX bytes and the slash, an instance_name of at most
+ * FTRACE_INSTANCE_NAME_MAX bytes.  ftrace_plan_resolve() holds a config to
+ * the same limits.
+ * Returns: 0, or -E2BIG with the limit named in @err.
+ */
+int ftrace_plan_check(const struct Perfetto__Protos__FtraceConfig *cfg, char *err, size_t err_len);
+
+/**
  * ftrace_plan_resolve - read @cfg once into a plan: the instance name is
  * checked, its directory joined and its events read through @env, the
  * config validated and resolved (ftrace_config_resolve()), the print
