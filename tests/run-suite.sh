@@ -2,7 +2,7 @@
 # The whole test suite: a normal build and an ASan/UBSan build, each running
 # every Check suite (unit + end-to-end on the real kernel), then every
 # libFuzzer target for a bounded time, then the kernel suites again in
-# Debian 12's 6.1 kernels under QEMU (tests/vm/; SKIP without QEMU; the
+# Debian 12's 6.1 and 6.12 kernels under QEMU (tests/vm/; SKIP without QEMU; the
 # kernels are downloaded once, into a cache).  Needs root for the kernel
 # tests (they are reported as SKIP otherwise).
 set -euo pipefail
@@ -71,9 +71,9 @@ if command -v clang >/dev/null && [ "$FUZZ_SECONDS" -gt 0 ]; then
 		rm -rf "$work"
 	done
 fi
-# Debian 12's own kernels (6.1 generic, cloud, PREEMPT_RT) under QEMU: the
+# Debian 12's own kernels (6.1 generic, cloud, PREEMPT_RT; 6.12 LTS) under QEMU: the
 # kernel suites of the normal build again, in each (tests/vm/).
-echo "== kernel suites in Debian 12's 6.1 kernels under QEMU"
+echo "== kernel suites in Debian 12's 6.1 and 6.12 kernels under QEMU"
 if [ "${TP_VM:-1}" = 0 ]; then
 	echo "SKIP: VM matrix: TP_VM=0"
 elif ! command -v qemu-system-x86_64 >/dev/null; then
