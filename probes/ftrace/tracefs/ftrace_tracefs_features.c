@@ -239,7 +239,10 @@ int ftrace_tracefs_function_graph(struct ftrace_tracefs *t, const char *filters,
 		if (r < 0)
 			return r;
 	}
-	/* Without the file (an instance) the depth is unlimited, as asked (0). */
+	/*
+	 * Without the file (an instance; @max_depth is 0 then) the top level's
+	 * depth applies, unlimited unless someone else set it there.
+	 */
 	if (has_file(t, "max_graph_depth") == 0) {
 		(void)snprintf(depth, sizeof(depth), "%u", max_depth);
 		r = ftrace_tracefs_write(t, "max_graph_depth", depth, ret_error);
