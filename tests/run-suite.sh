@@ -4,7 +4,7 @@
 # libFuzzer target for a bounded time, then the build, the pure suites and
 # the .deb in a Debian 13 root filesystem (tests/debian13.sh; SKIP without
 # mmdebstrap; made once, into a cache), then the kernel suites again in
-# Debian 12's 6.1 kernels under QEMU (tests/vm/; SKIP without QEMU; the
+# Debian 12's 6.1 and 6.12 kernels under QEMU (tests/vm/; SKIP without QEMU; the
 # kernels are downloaded once, into a cache).  Needs root for the kernel
 # tests (they are reported as SKIP otherwise).
 set -euo pipefail
@@ -86,9 +86,9 @@ elif [ "$(id -u)" != 0 ]; then
 else
 	tests/debian13.sh
 fi
-# Debian 12's own kernels (6.1 generic, cloud, PREEMPT_RT) under QEMU: the
+# Debian 12's own kernels (6.1 generic, cloud, PREEMPT_RT; 6.12 LTS) under QEMU: the
 # kernel suites of the normal build again, in each (tests/vm/).
-echo "== kernel suites in Debian 12's 6.1 kernels under QEMU"
+echo "== kernel suites in Debian 12's 6.1 and 6.12 kernels under QEMU"
 if [ "${TP_VM:-1}" = 0 ]; then
 	echo "SKIP: VM matrix: TP_VM=0"
 elif ! command -v qemu-system-x86_64 >/dev/null; then

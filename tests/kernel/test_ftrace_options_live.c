@@ -311,14 +311,6 @@ START_TEST(test_exclusive_refused)
 }
 END_TEST
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 START_TEST(test_hostile_values)
 {
 	Perfetto__Protos__FtraceConfig cfg = PERFETTO__PROTOS__FTRACE_CONFIG__INIT;
@@ -331,7 +323,6 @@ START_TEST(test_hostile_values)
 	static Perfetto__Protos__FtraceConfig__KprobeEvent *kps[N];
 	struct ftrace_ds *ds = NULL;
 	struct host_ctx c;
-	uint64_t t0;
 	const char *w;
 
 	host_open(&c);
@@ -367,7 +358,11 @@ START_TEST(test_hostile_values)
 	}
 	ck_assert(features_restored());
 
-	/* 10,000 function filters and kprobes: capped, reported, quick */
+	/*
+	 * 10,000 function filters and kprobes: capped and reported.  The caps
+	 * (1,024 filters per list, 256 kprobes) are what bound the work; how
+	 * long it takes is bench/'s business, not a test's.
+	 */
 	for (int i = 0; i < N; i++) {
 		snprintf(names[i], sizeof(names[i]), "tp_nofn_%d", i);
 		list[i] = names[i];
@@ -385,13 +380,11 @@ START_TEST(test_hostile_values)
 	cfg.function_graph_roots = list;
 	cfg.n_kprobe_events = N;
 	cfg.kprobe_events = kps;
-	t0 = mono_ms();
 	{
 		_cleanup_free_ char *err = NULL;
 
 		ck_assert_int_eq(setup_ds(&c, &cfg, &ds, &err), 0);
 	}
-	ck_assert_msg(mono_ms() - t0 < 10000, "setup took %" PRIu64 " ms", mono_ms() - t0);
 	w = ftrace_ds_get_warnings(ds);
 	ck_assert_ptr_nonnull(w);
 	/* whatever the kernel has, the lists were cut and it says so */

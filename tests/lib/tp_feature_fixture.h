@@ -53,11 +53,30 @@ static void teardown(void)
 	free(top_feat_before);
 }
 
+/* Whether @after is @before; if not, the first line that differs, on stderr. */
+static bool same_snapshot(const char *what, const char *before, const char *after)
+{
+	char diff[600];
+
+	if (!after)
+		return false;
+	if (strcmp(before, after) == 0)
+		return true;
+	tp_first_difference(before, after, diff, sizeof(diff));
+	fprintf(stderr, "%s not restored: %s\n", what, diff);
+	return false;
+}
+
 static bool features_restored(void)
 {
-	_cleanup_free_ char *a = tp_feature_snapshot(fx.path), *b = tp_feature_snapshot(TP_TRACEFS);
+	_cleanup_free_ char *a = tp_feature_snapshot(fx.path), *b = tp_feature_snapshot(TP_TRACEFS),
+			    *top = tp_tracefs_snapshot(TP_TRACEFS), *inst = tp_tracefs_snapshot(fx.path);
+	bool ok = same_snapshot(fx.path, feat_before, a);
 
-	return a && b && strcmp(a, feat_before) == 0 && strcmp(b, top_feat_before) == 0 && tp_fixture_restored(&fx);
+	ok = same_snapshot("top-level tracefs", top_feat_before, b) && ok;
+	ok = same_snapshot("top-level tracefs", fx.top_before, top) && ok;
+	ok = same_snapshot(fx.path, fx.inst_before, inst) && ok;
+	return ok && tp_fixture_restored(&fx);
 }
 
 /* A kernel function that opening a file always goes through, or NULL. */

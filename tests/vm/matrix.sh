@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The kernel end-to-end suites (meson's "kernel" suite: tracefs, live
 # drains, record, daemon, faults) of BUILD_DIR in each of Debian 12's 6.1
-# kernels under QEMU, one guest after another:
+# kernels (generic, cloud, rt) and its 6.12 LTS kernel under QEMU,
+# TP_VM_JOBS guests at a time:
 #
-#   tests/vm/matrix.sh BUILD_DIR [generic] [cloud] [rt]
+#   tests/vm/matrix.sh BUILD_DIR [generic] [cloud] [rt] [6.12]
 #
 # BUILD_DIR must be built already and lie on the root filesystem (the guest
 # sees it through the read-only root share).  Each kernel's meson log goes
@@ -14,14 +15,14 @@
 # TP_VM_TIMEOUT: deadline per guest in seconds (default 1800).
 # TP_VM_JOBS: guests run at once (default 2): a single-threaded TCG guest
 # keeps one host CPU busy, so two of them use a 2-CPU machine fully and the
-# matrix takes about two guests' time instead of three.
+# matrix takes about two guests' time instead of four.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [generic] [cloud] [rt]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [generic] [cloud] [rt] [6.12]" >&2; exit 2; }
 build=$(cd "$1" && pwd) || exit 2
 shift
 kernels=("$@")
-[ ${#kernels[@]} -gt 0 ] || kernels=(generic cloud rt)
+[ ${#kernels[@]} -gt 0 ] || kernels=(generic cloud rt 6.12)
 
 jobs=${TP_VM_JOBS:-2}
 

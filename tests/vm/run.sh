@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run one command as root inside a Debian kernel under QEMU:
 #
-#   tests/vm/run.sh --kernel generic|cloud|rt [options] -- COMMAND [ARG...]
+#   tests/vm/run.sh --kernel generic|cloud|rt|6.12 [options] -- COMMAND [ARG...]
 #
 # The guest's root is this machine's root filesystem, shared read-only (9p,
 # or virtiofs for kernels built without 9p such as Debian's cloud kernel),
@@ -14,17 +14,21 @@
 # 124 when the guest missed its deadline, 125 when it never reported one.
 #
 # Kernels are Debian 12's linux-image-6.1.0-N-{amd64,cloud-amd64,rt-amd64}
-# (the newest N apt knows), fetched with `apt-get download` and unpacked
-# into a cache (never installed): $TP_VM_CACHE, else
-# $XDG_CACHE_HOME/traced-probes-vm, else /var/cache/traced-probes-vm as
-# root.  `--kernel PACKAGE` takes a full package name instead.
+# (the newest N apt knows), and for `6.12` the newest of Debian 12's 6.12 LTS
+# kernels from bookworm-security, linux-image-6.12.N+deb12-amd64, fetched
+# with `apt-get download` and unpacked into a cache (never installed):
+# $TP_VM_CACHE, else $XDG_CACHE_HOME/traced-probes-vm, else
+# /var/cache/traced-probes-vm as root.  `--kernel PACKAGE` takes a full
+# package name instead.  Compressed modules (6.12's are .ko.xz) are
+# decompressed into the initramfs: busybox's insmod is not relied on to
+# read them, nor the kernel to decompress them.
 #
 # QEMU runs TCG, one thread (`-accel tcg,thread=single -cpu max`):
 # multi-threaded TCG has hung 6.1 guests in text patching, and a
 # paravirtual /dev/kvm without vmx/svm runs stock kernels far slower.
 #
 # Options:
-#   --kernel K       generic, cloud, rt or a linux-image package (required)
+#   --kernel K       generic, cloud, rt, 6.12 or a linux-image package (required)
 #   --fs 9p|virtiofs root share transport (default: 9p if the kernel has it)
 #   --cpus N         vCPUs (default 2)
 #   --mem SIZE       guest memory (default 2G)
@@ -88,8 +92,15 @@ case $kernel in
 generic) pattern='^linux-image-6\.1\.0-[0-9]+-amd64$' ;;
 cloud) pattern='^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' ;;
 rt) pattern='^linux-image-6\.1\.0-[0-9]+-rt-amd64$' ;;
-linux-image-*) pattern="^${kernel//./\\.}\$" ;;
-*) die "unknown kernel '$kernel' (generic, cloud, rt or a linux-image package)" ;;
+# The signed package: the same image as -unsigned, and the name a
+# bookworm-security kernel is installed under.
+6.12|k612) pattern='^linux-image-6\.12\.[0-9]+\+deb12-amd64$' ;;
+linux-image-*)
+	# an extended regex matching the name literally: `.` and `+` occur in
+	# Debian's names (6.12.117+deb12)
+	pattern=$(printf '%s' "$kernel" | sed 's/[][\\.^$*+?(){}|]/\\&/g')
+	pattern="^$pattern\$" ;;
+*) die "unknown kernel '$kernel' (generic, cloud, rt, 6.12 or a linux-image package)" ;;
 esac
 
 # The newest matching package apt knows, else the newest already cached.
@@ -193,13 +204,23 @@ busybox=$(command -v busybox || true)
 	die "needs a static busybox (apt-get install busybox-static)"
 
 # Modules in load order: each after what it depends on (from its modinfo).
+# A compressed one (.ko.xz, .ko.zst, .ko.gz) is decompressed here, so the
+# initramfs holds plain .ko files whatever the kernel's module format.
 mods=()
+mkdir -p "$work/mod"
 add_module() {
 	local name=$1 f dep
 	for f in "${mods[@]}"; do [ "${f##*/}" = "$name.ko" ] && return 0; done
-	grep -q "/$name\.ko\$" "$moddir/modules.builtin" && return 0
-	f=$(find "$moddir/kernel" -name "$name.ko" | head -n 1)
+	grep -qE "/$name\.ko(\.(xz|zst|gz))?\$" "$moddir/modules.builtin" && return 0
+	f=$(find "$moddir/kernel" \( -name "$name.ko" -o -name "$name.ko.xz" -o -name "$name.ko.zst" \
+		-o -name "$name.ko.gz" \) | head -n 1)
 	[ -n "$f" ] || die "$kver has no module $name"
+	case $f in
+	*.ko) ;;
+	*.xz) xz -dc "$f" >"$work/mod/$name.ko" || die "cannot decompress $f"; f=$work/mod/$name.ko ;;
+	*.zst) zstd -qdc "$f" >"$work/mod/$name.ko" || die "cannot decompress $f (zstd?)"; f=$work/mod/$name.ko ;;
+	*.gz) gzip -dc "$f" >"$work/mod/$name.ko" || die "cannot decompress $f"; f=$work/mod/$name.ko ;;
+	esac
 	for dep in $(tr '\0' '\n' <"$f" | sed -n 's/^depends=//p' | tr ',' ' '); do
 		add_module "${dep//-/_}"
 	done

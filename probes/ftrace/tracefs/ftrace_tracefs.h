@@ -263,7 +263,11 @@ bool ftrace_tracefs_has_tracer(struct ftrace_tracefs *t, const char *tracer);
  * @roots (set_graph_function) and @max_depth (0: unlimited).  The first
  * call saves and clears both filter files and the depth; later ones add to
  * the filters.  Entries the kernel refuses are listed in *@ret_refused.
- * Returns: 0, -EOPNOTSUPP (no function_graph tracer or set_graph_function;
+ * @roots and a nonzero @max_depth need set_graph_function and
+ * max_graph_depth in this directory (6.12's instances have the tracer but
+ * neither file); without them nothing is changed.
+ * Returns: 0, -EOPNOTSUPP (no function_graph tracer, no set_graph_function
+ * for @roots or max_graph_depth for @max_depth, *@ret_error says which;
  * or filter files we could not restore), -EBUSY (another tracer is set),
  * -errno.
  */

@@ -123,21 +123,71 @@ static int append_each(struct ftrace_tracefs *t, const char *file, const char *e
 	return n_ok;
 }
 
+/*
+ * Whether @t has @file: 0 yes, -ENOENT no (the kernel does not create it
+ * in this directory), another -errno when it could not be told.
+ */
+static int has_file(struct ftrace_tracefs *t, const char *file)
+{
+	return faccessat(t->dirfd, file, F_OK, 0) == 0 ? 0 : negative_errno();
+}
+
+/*
+ * What the config asks of the graph that this directory cannot give.
+ * 6.12's instances list function_graph in available_tracers and have
+ * set_ftrace_filter, but set_graph_function, set_graph_notrace and
+ * max_graph_depth exist only at the top level, where they act on every
+ * function_graph tracer of the machine.  Writing them there from an
+ * instance's session would change tracing that is not ours, and
+ * ignoring them would record every function under the graph (or a
+ * deeper graph than asked): the graph is refused instead, before
+ * anything is changed, and the reason ends in failed_ftrace_events.
+ */
+static int check_graph_files(struct ftrace_tracefs *t, const char *roots, uint32_t max_depth, char **ret_error)
+{
+	int r;
+
+	if (roots && *roots) {
+		r = has_file(t, "set_graph_function");
+		if (r == -ENOENT) {
+			set_error_text(ret_error, strdup_printf("%s has no set_graph_function for function_graph_roots "
+								"(the kernel keeps it at the top level only)", t->path));
+			return -EOPNOTSUPP;
+		}
+		if (r < 0)
+			return r;
+	}
+	if (max_depth > 0) {
+		r = has_file(t, "max_graph_depth");
+		if (r == -ENOENT) {
+			set_error_text(ret_error, strdup_printf("%s has no max_graph_depth for function_graph_max_depth "
+								"(the kernel keeps it at the top level only)", t->path));
+			return -EOPNOTSUPP;
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int ftrace_tracefs_function_graph(struct ftrace_tracefs *t, const char *filters, const char *roots,
 				  uint32_t max_depth, char **ret_refused, char **ret_error)
 {
 	char depth[16];
 	int r;
 
+	/* The tracer first: without it (6.1's instances) the files do not matter. */
+	if (!t->funcgraph_on && !ftrace_tracefs_has_tracer(t, "function_graph")) {
+		set_error_text(ret_error, strdup_printf("%s has no function_graph tracer (available_tracers)", t->path));
+		return -EOPNOTSUPP;
+	}
+	r = check_graph_files(t, roots, max_depth, ret_error);
+	if (r < 0)
+		return r;
 	if (!t->funcgraph_on) {
 		_cleanup_free_ char *cur = NULL;
 		char tok[64] = "";
 
-		if (!ftrace_tracefs_has_tracer(t, "function_graph")) {
-			set_error_text(ret_error, strdup_printf("%s has no function_graph tracer (available_tracers)",
-								t->path));
-			return -EOPNOTSUPP;
-		}
 		r = ftrace_tracefs_read(t, "current_tracer", 4096, &cur, NULL);
 		if (r < 0)
 			return r;
@@ -153,9 +203,9 @@ int ftrace_tracefs_function_graph(struct ftrace_tracefs *t, const char *filters,
 		 * would trace every function for a moment.
 		 */
 		r = ftrace_tracefs_remember(t, "set_ftrace_filter");
-		if (r >= 0 && faccessat(t->dirfd, "set_graph_function", F_OK, 0) == 0)
+		if (r >= 0 && has_file(t, "set_graph_function") == 0)
 			r = ftrace_tracefs_remember(t, "set_graph_function");
-		if (r >= 0 && faccessat(t->dirfd, "max_graph_depth", F_OK, 0) == 0)
+		if (r >= 0 && has_file(t, "max_graph_depth") == 0)
 			r = ftrace_tracefs_remember(t, "max_graph_depth");
 		if (r >= 0)
 			r = ftrace_tracefs_remember(t, "current_tracer");
@@ -170,7 +220,7 @@ int ftrace_tracefs_function_graph(struct ftrace_tracefs *t, const char *filters,
 		if (r < 0)
 			return r;
 		r = ftrace_tracefs_write_trunc(t, "set_ftrace_filter", "", ret_error);
-		if (r >= 0 && faccessat(t->dirfd, "set_graph_function", F_OK, 0) == 0)
+		if (r >= 0 && has_file(t, "set_graph_function") == 0)
 			r = ftrace_tracefs_write_trunc(t, "set_graph_function", "", ret_error);
 		if (r < 0)
 			return r;
@@ -189,7 +239,11 @@ int ftrace_tracefs_function_graph(struct ftrace_tracefs *t, const char *filters,
 		if (r < 0)
 			return r;
 	}
-	if (faccessat(t->dirfd, "max_graph_depth", F_OK, 0) == 0) {
+	/*
+	 * Without the file (an instance; @max_depth is 0 then) the top level's
+	 * depth applies, unlimited unless someone else set it there.
+	 */
+	if (has_file(t, "max_graph_depth") == 0) {
 		(void)snprintf(depth, sizeof(depth), "%u", max_depth);
 		r = ftrace_tracefs_write(t, "max_graph_depth", depth, ret_error);
 		if (r < 0)
