@@ -444,14 +444,6 @@ static double data_span_s(const struct recorder *rec)
 	return first ? (double)(last - first) / 1e9 : 0.0;
 }
 
-static bool recorded_nothing(const struct recorder *rec)
-{
-	for (size_t i = 0; i < rec->n_reports; i++)
-		if (rec->reports[i].events > 0)
-			return false;
-	return true;
-}
-
 static void print_summary(const struct recorder *rec, uint64_t file_bytes)
 {
 	double wall = (double)(rec->end_ns - rec->start_ns) / 1e9;
@@ -670,16 +662,6 @@ int recorder_run(const struct recorder_options *o)
 	if (!o->quiet)
 		print_summary(&rec, (uint64_t)st.st_size);
 	r = 0;
-	/*
-	 * Every data source started and wrote nothing (an event that never
-	 * fired, a machine without the data, such as linux.sysfs_power without a
-	 * battery): the file is a valid trace, kept, but the run recorded
-	 * nothing, and a script must be able to tell.
-	 */
-	if (recorded_nothing(&rec)) {
-		log_error("No data source recorded anything: '%s' holds no data", o->output);
-		r = -ENODATA;
-	}
 out:
 	if (rec.svc_thread_started) {
 		request_stop(&rec);
