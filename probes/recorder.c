@@ -373,7 +373,6 @@ static void on_producer_disconnected(struct producer *p, int error, void *userda
 static int open_output(struct recorder *rec, const char *output)
 {
 	_cleanup_free_ char *dir_copy = strdup(output), *base_copy = strdup(output);
-	struct stat st;
 	char *tmp;
 	int fd;
 
@@ -383,10 +382,10 @@ static int open_output(struct recorder *rec, const char *output)
 	 * A device or a FIFO (-o /dev/null) is written in place: renaming the
 	 * temporary file over it would replace it with a regular file.
 	 */
-	if (stat(output, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-		fd = open(output, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	fd = open_output_in_place(output);
+	if (fd != -ENOTSUP) {
 		if (fd < 0)
-			return -errno;
+			return fd;
 		rec->out_fd = fd;
 		return 0;
 	}

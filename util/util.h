@@ -163,6 +163,16 @@ int read_full_file_at(int dirfd, const char *path, size_t max, char **ret_buf, s
  */
 int write_all(int fd, const void *buf, size_t len);
 
+/**
+ * open_output_in_place - open @path for writing in place when it is a
+ * device or a FIFO (-o /dev/null): an output written under a temporary name
+ * and renamed over such a path would replace it with a regular file.
+ * Returns: the fd (O_WRONLY, O_CLOEXEC, O_NOCTTY); -ENOTSUP when @path is a
+ * regular file, a directory or absent (write it under a temporary name and
+ * rename it); another -errno when it cannot be opened.
+ */
+int open_output_in_place(const char *path);
+
 /* ---- message strings (util_str.c) -------------------------------------- */
 
 /**

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "util/util.h"
@@ -88,4 +90,15 @@ uint64_t now_ns(int clock)
 	if (clock_gettime(clock, &ts) < 0)
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int open_output_in_place(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st) < 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+		return -ENOTSUP;
+	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	return fd < 0 ? -errno : fd;
 }

@@ -193,7 +193,6 @@ int convert_main(int argc, char **argv)
 	const char *in = NULL, *out = NULL, *in_path;
 	char fd_path[64];
 	bool quiet = false, to_stdout;
-	struct stat st;
 	int c, r;
 
 	optind = 1;
@@ -246,13 +245,11 @@ int convert_main(int argc, char **argv)
 	to_stdout = strcmp(out, "-") == 0;
 	if (to_stdout) {
 		out_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-	} else if (stat(out, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-		/*
-		 * A device or a FIFO (-o /dev/null) is written in place: the
-		 * rename below would replace it with a regular file, and the
-		 * temporary name would have to be made in its directory.
-		 */
-		out_fd = open(out, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	} else if ((r = open_output_in_place(out)) != -ENOTSUP) {
+		/* a device or a FIFO (-o /dev/null): no temporary name, no rename */
+		out_fd = r;
+		if (out_fd < 0)
+			errno = -r;
 	} else {
 		/* Written under a temporary name, renamed only when complete. */
 		if (asprintf(&tmp_path, "%s.tmp-XXXXXX", out) < 0)

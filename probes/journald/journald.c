@@ -451,14 +451,6 @@ static void op_free(void *ds)
 	journald_free(ds);
 }
 
-void journald_stats(const struct journald *jd, uint64_t *ret_total, uint64_t *ret_failed)
-{
-	if (ret_total)
-		*ret_total = jd ? jd->total : 0;
-	if (ret_failed)
-		*ret_failed = jd ? jd->failed : 0;
-}
-
 const struct ds_ops journald_ds_ops = {
 	.name = "linux.systemd_journald",
 	.check_config = op_check_config,

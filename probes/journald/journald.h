@@ -23,7 +23,6 @@
 
 #include "probes/ds/ds.h"
 
-struct journald;
 
 /* The ops of "linux.systemd_journald", for probes/ds/ds_registry.c. */
 extern const struct ds_ops journald_ds_ops;
@@ -60,6 +59,3 @@ enum journald_str {
  * Returns: 1 if the field was taken, 0 if ignored.
  */
 int journald_entry_field(const void *data, size_t len, struct journald_entry *e);
-
-/** journald_stats - entries written and entries that failed so far. */
-void journald_stats(const struct journald *j, uint64_t *ret_total, uint64_t *ret_failed);

@@ -68,6 +68,7 @@ struct sysfs_power {
 	struct loop_source *timer;
 	struct battery *bat;
 	unsigned n_bat;
+	unsigned batteries_skipped;   /* found past SYSFS_POWER_BATTERIES_MAX */
 	bool started;
 	struct sysfs_power_stats stats;
 };
@@ -163,11 +164,19 @@ static int find_batteries(struct sysfs_power *sp, const char *path)
 		closedir(d);
 		return -ENOMEM;
 	}
-	while ((de = readdir(d)) && sp->n_bat < SYSFS_POWER_BATTERIES_MAX) {
+	while ((de = readdir(d))) {
+		struct battery extra;
+
 		if (de->d_name[0] == '.')
 			continue;
-		if (battery_open(dirfd(d), de->d_name, &sp->bat[sp->n_bat]) == 0)
-			sp->n_bat++;
+		if (sp->n_bat < SYSFS_POWER_BATTERIES_MAX) {
+			if (battery_open(dirfd(d), de->d_name, &sp->bat[sp->n_bat]) == 0)
+				sp->n_bat++;
+		} else if (battery_open(dirfd(d), de->d_name, &extra) == 0) {
+			/* past the cap: counted, so the warning can say so */
+			battery_close(&extra);
+			sp->batteries_skipped++;
+		}
 	}
 	closedir(d);
 	qsort(sp->bat, sp->n_bat, sizeof(*sp->bat), name_cmp);
@@ -193,6 +202,10 @@ int sysfs_power_setup_at(const struct ds_env *env, const char *power_supply_dir,
 	r = find_batteries(sp, path);
 	if (r < 0)
 		return r;
+	if (sp->batteries_skipped && ret_warnings)
+		*ret_warnings = strdup_printf("linux.sysfs_power: %u batteries in %s past the first %u "
+					      "are left out", sp->batteries_skipped, path,
+					      SYSFS_POWER_BATTERIES_MAX);
 	if (sp->n_bat == 0 && ret_warnings)
 		*ret_warnings = strdup_printf("linux.sysfs_power: no battery in %s (a directory whose "
 					      "type is Battery and present is 1): nothing will be written",

@@ -272,6 +272,30 @@ START_TEST(test_no_battery)
 }
 END_TEST
 
+/* Past SYSFS_POWER_BATTERIES_MAX batteries: the rest are left out and said so. */
+START_TEST(test_too_many_batteries)
+{
+	struct capture c = {};
+	struct ds_env env = cap_env(&c);
+	struct sysfs_power *sp = NULL;
+	struct sysfs_power_stats st;
+	char *warnings = NULL, dev[32];
+
+	for (unsigned i = 0; i < SYSFS_POWER_BATTERIES_MAX + 2; i++) {
+		snprintf(dev, sizeof(dev), "BAT%02u", i);
+		battery(dev, "1\n");
+		put(dev, "capacity", "50\n");
+	}
+	ck_assert_int_eq(sysfs_power_setup_at(&env, root, &sp, &warnings), 0);
+	ck_assert_ptr_nonnull(warnings);
+	ck_assert_msg(strstr(warnings, "2 batteries"), "%s", warnings);
+	free(warnings);
+	sysfs_power_get_stats(sp, &st);
+	ck_assert_uint_eq(st.batteries, SYSFS_POWER_BATTERIES_MAX);
+	sysfs_power_ds_ops.free(sp);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sysfs_power");
@@ -282,6 +306,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_two_batteries);
 	tcase_add_test(tc, test_fresh_values);
 	tcase_add_test(tc, test_no_battery);
+	tcase_add_test(tc, test_too_many_batteries);
 	suite_add_tcase(s, tc);
 	return s;
 }
