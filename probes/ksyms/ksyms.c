@@ -26,6 +26,7 @@ struct ksyms {
 	uint32_t *tok_off;              /* n_tok + 1 offsets into tok_blob */
 	size_t n_tok;
 	size_t n_syms;
+	uint64_t text_start;            /* _text, 0 if not listed */
 };
 
 /* ---- building ----------------------------------------------------------- */
@@ -55,6 +56,7 @@ struct builder {
 	size_t n_syms, cap_syms;
 	uint32_t *list;
 	size_t n_list, cap_list;
+	uint64_t text_start;            /* _text, kept whatever its type letter */
 };
 
 static void builder_done(struct builder *b)
@@ -211,6 +213,8 @@ static int parse_line(struct builder *b, const char *p, const char *le, size_t *
 	if (addr == 0)
 		return 0;
 	(*nonzero)++;
+	if (len == 5 && memcmp(name, "_text", 5) == 0 && !b->text_start)
+		b->text_start = addr;
 	/* text only; '$' names are ARM mapping symbols, not functions */
 	if ((type != 't' && type != 'T') || name[0] == '$' || len > KSYMS_NAME_MAX)
 		return 0;
@@ -360,6 +364,7 @@ int ksyms_parse(const char *text, size_t len, struct ksyms **ret)
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
+	k->text_start = b.text_start;
 	r = build_dictionary(&b, k);
 	if (r >= 0)
 		r = encode(&b, k);
@@ -471,4 +476,9 @@ int ksyms_lookup(const struct ksyms *k, uint64_t addr, char *buf, size_t size)
 		return -ENOBUFS;
 	buf[out] = 0;
 	return (int)out;
+}
+
+uint64_t ksyms_text_start(const struct ksyms *k)
+{
+	return k ? k->text_start : 0;
 }

@@ -67,3 +67,11 @@ size_t ksyms_count(const struct ksyms *k);
  * ksyms_mem_bytes - the heap the map holds (FtraceStats.kernel_symbols_mem_kb * 1024).
  */
 size_t ksyms_mem_bytes(const struct ksyms *k);
+
+/**
+ * ksyms_text_start - the address of _text, the start of the kernel's text
+ * (what a boot-mapped instance's last_boot_info gives for the previous
+ * boot on kernels that list addresses rather than deltas).
+ * Returns: it, or 0 when the text had no _text line.
+ */
+uint64_t ksyms_text_start(const struct ksyms *k);

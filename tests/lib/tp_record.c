@@ -70,13 +70,31 @@ static void add_name(char **v, size_t *n, const uint8_t *s, size_t len)
 		v[(*n)++] = strndup((const char *)s, len);
 }
 
-static void scan_event(struct tp_ftrace_scan *s, const uint8_t *p, const uint8_t *end)
+static void add_event(struct tp_ftrace_scan *s, uint32_t cpu, uint64_t ts)
+{
+	if (!s->want_events)
+		return;
+	if (s->n_events == s->cap_events) {
+		size_t cap = s->cap_events * 2 + 1024;
+		void *n = realloc(s->events, cap * sizeof(*s->events));
+
+		if (!n)
+			return;
+		s->events = n;
+		s->cap_events = cap;
+	}
+	s->events[s->n_events++] = (struct tp_scan_event){ cpu, ts };
+}
+
+static void scan_event(struct tp_ftrace_scan *s, uint32_t cpu, const uint8_t *p, const uint8_t *end)
 {
 	struct field f, g;
 
 	while (next_field(&p, end, &f) > 0) {
 		const uint8_t *q = f.p, *qe = f.p + f.len;
 
+		if (f.no == 1 && f.wire == 0)
+			add_event(s, cpu, f.v);
 		if (f.no <= 2)
 			continue;
 		if (f.no < TP_SCAN_MAX_FIELD)
@@ -119,10 +137,14 @@ static void scan_packet(struct tp_ftrace_scan *s, const uint8_t *p, const uint8_
 		if (f.wire != 2)
 			continue;
 		if (f.no == 1) {                /* FtraceEventBundle */
+			uint32_t cpu = 0;
+
 			s->bundles++;
 			while (next_field(&q, qe, &g) > 0) {
+				if (g.no == 1 && g.wire == 0)
+					cpu = (uint32_t)g.v;
 				if (g.no == 2 && g.wire == 2)
-					scan_event(s, g.p, g.p + g.len);
+					scan_event(s, cpu, g.p, g.p + g.len);
 				if (g.no == 4)
 					s->compact_bundles++;
 			}
@@ -148,12 +170,14 @@ static void scan_packet(struct tp_ftrace_scan *s, const uint8_t *p, const uint8_
 					s->kernel_symbols_parsed = g.v;
 				if (g.no == 10)
 					s->has_kprobe_stats = true;
+				if (g.no == 8 && g.wire == 0 && g.v)
+					s->preserve_ftrace_buffer = true;
 			}
 		}
 	}
 }
 
-int tp_scan_trace(const char *path, struct tp_ftrace_scan *ret)
+static int scan_trace(const char *path, bool want_events, struct tp_ftrace_scan *ret)
 {
 	_cleanup_free_ char *data = NULL;
 	const uint8_t *p, *end;
@@ -162,6 +186,7 @@ int tp_scan_trace(const char *path, struct tp_ftrace_scan *ret)
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
+	ret->want_events = want_events;
 	r = read_full_file_at(AT_FDCWD, path, 1u << 30, &data, &len);
 	if (r < 0)
 		return r;
@@ -173,8 +198,19 @@ int tp_scan_trace(const char *path, struct tp_ftrace_scan *ret)
 	return r < 0 ? -EBADMSG : 0;
 }
 
+int tp_scan_trace(const char *path, struct tp_ftrace_scan *ret)
+{
+	return scan_trace(path, false, ret);
+}
+
+int tp_scan_trace_events(const char *path, struct tp_ftrace_scan *ret)
+{
+	return scan_trace(path, true, ret);
+}
+
 void tp_scan_free(struct tp_ftrace_scan *s)
 {
+	free(s->events);
 	for (size_t i = 0; i < s->n_symbol_names; i++)
 		free(s->symbol_names[i]);
 	for (size_t i = 0; i < s->n_kprobe_names; i++)

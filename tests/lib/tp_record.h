@@ -37,11 +37,22 @@ struct tp_ftrace_scan {
 	size_t n_unknown;
 	uint64_t kernel_symbols_parsed;         /* largest seen in FtraceStats */
 	bool has_kprobe_stats;
+	bool preserve_ftrace_buffer;            /* some FtraceStats said so */
 	uint64_t stats_packets;
+	/* With tp_scan_trace_events(): every FtraceEvent's CPU and timestamp, in
+	 * trace order (compact_sched entries are not in it). */
+	struct tp_scan_event {
+		uint32_t cpu;
+		uint64_t ts;
+	} *events;
+	size_t n_events, cap_events;
+	bool want_events;
 };
 
 /* Scan the trace file @path.  Returns: 0, -errno, -EBADMSG. */
 int tp_scan_trace(const char *path, struct tp_ftrace_scan *ret);
+/* The same, also filling ret->events. */
+int tp_scan_trace_events(const char *path, struct tp_ftrace_scan *ret);
 void tp_scan_free(struct tp_ftrace_scan *s);
 bool tp_scan_has_symbol(const struct tp_ftrace_scan *s, const char *name);
 bool tp_scan_failed_has(const struct tp_ftrace_scan *s, const char *prefix);

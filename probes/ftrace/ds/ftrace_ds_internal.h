@@ -3,7 +3,7 @@
 
 /*
  * Inside the ds room only: the shared drain, the mapped per-CPU reader,
- * symbolization and the options beyond events, and what a data source asks
+ * the options beyond events, and what a data source asks
  * of the host.
  */
 
@@ -173,13 +173,12 @@ int ftrace_cpu_map_next(struct ftrace_cpu_map *map, uint8_t *buf, const uint8_t 
 			bool *ret_caught_up);
 void ftrace_cpu_map_counters(const struct ftrace_cpu_map *map, struct ftrace_cpu_map_counters *ret);
 
-/* ==== symbolization and extras (ftrace_symbolize.c, ftrace_extra.c) ==== */
+/* ==== the options beyond events (ftrace_extra.c) ==== */
 /*
  * Internal to probes/ftrace: what one linux.ftrace data source sets up
  * beyond its events (ftrace_extra.c): kprobes, the raw_syscalls
- * filter, the function graph tracer, set_event_pid, tracing_cpumask,
- * tracefs options, and the kernel symbol names of its bundles
- * (ftrace_symbolize.c).  Used by ftrace_ds.c only.
+ * filter, the function graph tracer, set_event_pid, tracing_cpumask and
+ * tracefs options.  Used by ftrace_ds.c only.
  */
 
 #include <stdbool.h>
@@ -192,20 +191,6 @@ struct ftrace_config;
 struct ftrace_format_table;
 struct ksyms;
 struct ftrace_plan;
-
-/* ---- kernel symbols (ftrace_symbolize.c) ---------------------------------- */
-
-struct ftrace_symbolizer {
-	const struct ksyms *k;          /* NULL: nothing to name */
-	uint32_t watermark;             /* indices up to here were named in this pass */
-	uint64_t names;                 /* kernel_symbols entries written */
-};
-
-/* An ftrace_parser_bundle_hook: @ctx is a struct ftrace_symbolizer. */
-void ftrace_symbolize_bundle(void *ctx, struct pbw *packet, struct ftrace_pidset *pids);
-
-/* The pass's address set is about to be cleared: indices restart at 1. */
-void ftrace_symbolize_pass_end(struct ftrace_symbolizer *s);
 
 /* ---- the options beyond events (ftrace_extra.c) ---------------------------- */
 

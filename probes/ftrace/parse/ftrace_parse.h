@@ -252,6 +252,34 @@ bool ftrace_parser_compact_sched_active(const struct ftrace_parser *p);
  */
 bool ftrace_parser_has_kernel_addresses(const struct ftrace_parser *p);
 
+/* ---- kernel symbol names (ftrace_symbolize.c) ------------------------- */
+
+struct ksyms;
+
+/*
+ * The names behind the kernel addresses a bundle referenced, written into
+ * the same packet as interned kernel_symbols (the bundle hook below).
+ * Zero-initialise, then set @k (and @addr_delta for another boot's data).
+ */
+struct ftrace_symbolizer {
+	const struct ksyms *k;          /* NULL: nothing to name */
+	/*
+	 * Added to every address before the lookup: 0 for this boot's events;
+	 * for the previous boot's (a boot-mapped instance), this boot's kernel
+	 * text address minus that boot's, so that the old addresses land on
+	 * this boot's /proc/kallsyms.
+	 */
+	int64_t addr_delta;
+	uint32_t watermark;             /* indices up to here were named in this pass */
+	uint64_t names;                 /* kernel_symbols entries written */
+};
+
+/* An ftrace_parser_bundle_hook: @ctx is a struct ftrace_symbolizer. */
+void ftrace_symbolize_bundle(void *ctx, struct pbw *packet, struct ftrace_pidset *pids);
+
+/* The pass's address set is about to be cleared: indices restart at 1. */
+void ftrace_symbolize_pass_end(struct ftrace_symbolizer *s);
+
 /* ---- print filter (FtraceConfig.print_filter) ------------------------- */
 
 struct ftrace_print_filter;

@@ -130,6 +130,11 @@ size_t ftrace_event_list_size(const struct ftrace_event_list *l)
 	return l->n;
 }
 
+const struct ftrace_event_name *ftrace_event_list_at(const struct ftrace_event_list *l, size_t i)
+{
+	return l && i < l->n ? &l->ev[i] : NULL;
+}
+
 const struct ftrace_event_name *ftrace_event_list_find(const struct ftrace_event_list *l, const char *group,
 						       const char *name)
 {

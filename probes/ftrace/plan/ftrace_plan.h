@@ -434,6 +434,8 @@ int ftrace_event_list_add(struct ftrace_event_list *l, const char *group, const 
 int ftrace_event_list_parse(struct ftrace_event_list *l, const char *text, size_t len);
 void ftrace_event_list_sort(struct ftrace_event_list *l);
 size_t ftrace_event_list_size(const struct ftrace_event_list *l);
+/* The @i-th event (in sorted order after ftrace_event_list_sort()), NULL past the end. */
+const struct ftrace_event_name *ftrace_event_list_at(const struct ftrace_event_list *l, size_t i);
 const struct ftrace_event_name *ftrace_event_list_find(const struct ftrace_event_list *l,
 						       const char *group, const char *name);
 

@@ -301,6 +301,13 @@ int ftrace_tracefs_truncate(struct ftrace_tracefs *t)
 	return 0;
 }
 
+int ftrace_tracefs_clear_frozen(struct ftrace_tracefs *t)
+{
+	if (!t)
+		return -EINVAL;
+	return ftrace_tracefs_truncate(t);
+}
+
 int ftrace_tracefs_page_size(struct ftrace_tracefs *t, size_t *ret)
 {
 	_cleanup_free_ char *s = NULL;

@@ -106,6 +106,15 @@ int ftrace_tracefs_set(struct ftrace_tracefs *t, const char *file, const char *v
  */
 int ftrace_tracefs_restore(struct ftrace_tracefs *t);
 
+/**
+ * ftrace_tracefs_clear_frozen - empty the ring buffer of an instance this
+ * process never recorded in (open "trace" with O_TRUNC): the clean-up of
+ * linux.frozen_ftrace once it has read the previous boot's data, so that
+ * the next boot does not find it again.  Nothing is remembered or undone.
+ * Returns: 0 or -errno.
+ */
+int ftrace_tracefs_clear_frozen(struct ftrace_tracefs *t);
+
 /* The last restore's first failure ("DIR/FILE: reason"), or NULL if it had none. */
 const char *ftrace_tracefs_restore_error(const struct ftrace_tracefs *t);
 

@@ -11,7 +11,7 @@
  * drain path: no allocation, the name goes through a stack buffer.
  */
 
-#include "probes/ftrace/ds/ftrace_ds_internal.h"
+#include "probes/ftrace/parse/ftrace_parse.h"
 #include "probes/ksyms/ksyms.h"
 #include "protos/pbw.h"
 
@@ -39,7 +39,7 @@ void ftrace_symbolize_bundle(void *ctx, struct pbw *packet, struct ftrace_pidset
 		return;
 	for (size_t i = s->watermark; i < n; i++) {
 		char name[KSYMS_NAME_MAX + 1];
-		int len = ksyms_lookup(s->k, addrs[i], name, sizeof(name));
+		int len = ksyms_lookup(s->k, addrs[i] + (uint64_t)s->addr_delta, name, sizeof(name));
 
 		if (len <= 0)
 			continue;
