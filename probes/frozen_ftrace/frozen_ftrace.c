@@ -7,11 +7,10 @@
  * parse) with its batch API, one slice of pages per CPU per loop
  * iteration: a 20 MiB buffer is thousands of pages, and the producer must
  * commit (and the service free chunks) between slices, or packets would be
- * dropped for want of a free chunk.  The last flush of a `record` session
- * reads whatever is left at once, so that the trace is whole whatever the
+ * dropped for want of a free chunk.  The last flush of a session reads
+ * whatever is left at once, so that the trace is whole whatever the
  * session's duration.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -250,6 +249,35 @@ static int open_cpus(struct frozen *f, uint64_t quota)
 	return opened ? 0 : -ENODEV;
 }
 
+/*
+ * Whether the instance's `trace` shows an event line within its first
+ * block (the kernel formats it as it is read: the head is cheap, the whole
+ * of a 20 MiB buffer is not).
+ */
+static bool has_event_lines(struct ftrace_tracefs *t)
+{
+	char buf[16384];
+	_cleanup_close_ int fd = openat(ftrace_tracefs_dirfd(t), "trace", O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+
+	if (fd < 0)
+		return true;    /* unknown: say nothing */
+	while (len < sizeof(buf) - 1) {
+		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	for (const char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (*p != '#' && *p != '\n')
+			return true;
+	return false;
+}
+
 static char *reason_missing(const char *root, const char *name)
 {
 	return strdup_printf("linux.frozen_ftrace: no tracefs instance '%s' in %s/instances: boot "
@@ -342,6 +370,11 @@ int frozen_ftrace_setup_at(const struct ds_env *env, const struct Perfetto__Prot
 				      "linux.frozen_ftrace: last_boot_info says '# Current': the buffer holds "
 				      "this boot's data, not the previous boot's");
 
+	if (!has_event_lines(f->tfs))
+		(void)str_append_line(&warnings, "linux.frozen_ftrace: the instance holds no event: the "
+						 "previous boot traced nothing into it, or its data was read "
+						 "and cleared already");
+
 	r = ftrace_format_table_new(ftrace_tracefs_path(f->tfs), &f->table);
 	if (r < 0) {
 		set_error_text(ret_error, strdup_printf("linux.frozen_ftrace: %s/events/header_page: %s",
@@ -404,9 +437,17 @@ int frozen_ftrace_setup_at(const struct ds_env *env, const struct Perfetto__Prot
 			(void)str_append_line(&warnings, "linux.frozen_ftrace: the previous boot's kernel text "
 							 "address is unknown: kernel addresses are not named");
 			f->ksyms = ksyms_free(f->ksyms);
+		} else if (!ksyms_text_start(f->ksyms) || ksyms_text_end(f->ksyms) <= ksyms_text_start(f->ksyms)) {
+			(void)str_append_line(&warnings, "linux.frozen_ftrace: kallsyms lists no _text/_etext: "
+							 "kernel addresses are not named");
+			f->ksyms = ksyms_free(f->ksyms);
 		} else {
+			/* the core kernel only: a module's old address moved by the
+			 * kernel's delta would name whatever lies there now */
 			f->sym.k = f->ksyms;
 			f->sym.addr_delta = delta;
+			f->sym.text_lo = ksyms_text_start(f->ksyms);
+			f->sym.text_hi = ksyms_text_end(f->ksyms);
 		}
 	}
 	ftrace_parser_set_bundle_hook(f->parser, ftrace_symbolize_bundle, &f->sym);
@@ -573,8 +614,12 @@ static int op_flush(void *ds)
 	return 0;
 }
 
-/* The session ends: read what is left now, so that the trace holds all of it. */
-static int op_flush_final(void *ds)
+/*
+ * The session ends (the last flush, final for `record`, not for the
+ * daemon; the same here): read what is left now, so that the trace holds
+ * all of it whatever the session's duration.
+ */
+static int op_flush_last(void *ds)
 {
 	struct frozen *f = ds;
 
@@ -620,7 +665,8 @@ const struct ds_ops frozen_ftrace_ds_ops = {
 	.setup = op_setup,
 	.start = op_start,
 	.flush = op_flush,
-	.flush_final = op_flush_final,
+	.flush_final = op_flush_last,
+	.flush_last = op_flush_last,
 	.report = op_report,
 	.free = op_free,
 };

@@ -25,7 +25,9 @@
  * blocked_reason callers, function graph) are named, as interned
  * kernel_symbols, through this boot's /proc/kallsyms shifted by the
  * difference between the two boots' kernel text addresses that the
- * instance's last_boot_info gives (KASLR moves the kernel on every boot);
+ * instance's last_boot_info gives (KASLR moves the kernel on every boot;
+ * addresses in modules, which each boot loads where it likes, stay
+ * unnamed);
  * an instance that is missing or not boot-mapped is refused with the
  * reason, and an empty one is said so.
  */

@@ -27,6 +27,7 @@ struct ksyms {
 	size_t n_tok;
 	size_t n_syms;
 	uint64_t text_start;            /* _text, 0 if not listed */
+	uint64_t text_end;              /* _etext, 0 if not listed */
 };
 
 /* ---- building ----------------------------------------------------------- */
@@ -57,6 +58,7 @@ struct builder {
 	uint32_t *list;
 	size_t n_list, cap_list;
 	uint64_t text_start;            /* _text, kept whatever its type letter */
+	uint64_t text_end;              /* _etext */
 };
 
 static void builder_done(struct builder *b)
@@ -215,6 +217,8 @@ static int parse_line(struct builder *b, const char *p, const char *le, size_t *
 	(*nonzero)++;
 	if (len == 5 && memcmp(name, "_text", 5) == 0 && !b->text_start)
 		b->text_start = addr;
+	if (len == 6 && memcmp(name, "_etext", 6) == 0 && !b->text_end)
+		b->text_end = addr;
 	/* text only; '$' names are ARM mapping symbols, not functions */
 	if ((type != 't' && type != 'T') || name[0] == '$' || len > KSYMS_NAME_MAX)
 		return 0;
@@ -365,6 +369,7 @@ int ksyms_parse(const char *text, size_t len, struct ksyms **ret)
 	if (!k)
 		return -ENOMEM;
 	k->text_start = b.text_start;
+	k->text_end = b.text_end;
 	r = build_dictionary(&b, k);
 	if (r >= 0)
 		r = encode(&b, k);
@@ -481,4 +486,9 @@ int ksyms_lookup(const struct ksyms *k, uint64_t addr, char *buf, size_t size)
 uint64_t ksyms_text_start(const struct ksyms *k)
 {
 	return k ? k->text_start : 0;
+}
+
+uint64_t ksyms_text_end(const struct ksyms *k)
+{
+	return k ? k->text_end : 0;
 }

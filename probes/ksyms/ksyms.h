@@ -75,3 +75,10 @@ size_t ksyms_mem_bytes(const struct ksyms *k);
  * Returns: it, or 0 when the text had no _text line.
  */
 uint64_t ksyms_text_start(const struct ksyms *k);
+
+/**
+ * ksyms_text_end - the address of _etext, the end of the kernel's core
+ * text (modules lie elsewhere, each where it was loaded).
+ * Returns: it, or 0 when the text had no _etext line.
+ */
+uint64_t ksyms_text_end(const struct ksyms *k);

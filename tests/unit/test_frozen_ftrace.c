@@ -34,6 +34,7 @@ static char root[] = "/tmp/tp-frozen-XXXXXX";
 #define OLD_TEXT 0xffffffff81000000ull
 #define OLD_WORK_FN 0xffffffff81234560ull
 #define DELTA 0x2a00000ull
+#define OLD_MOD_FN 0xffffffffc0100040ull
 
 static const char fmt_workqueue_execute_start[] =
 	"name: workqueue_execute_start\n"
@@ -125,6 +126,13 @@ static void make_instance(const char *last_boot_info)
 		memcpy(rec + 16, &fn, 8);
 	}
 	fx_event(&pages[2], 100, rec, 24);
+	/* a work function in a module: the kernel's delta does not move it */
+	{
+		uint64_t fn = OLD_MOD_FN;
+
+		memcpy(rec + 16, &fn, 8);
+	}
+	fx_event(&pages[2], 100, rec, 24);
 	fx_page_finish(&pages[2]);
 	{
 		uint8_t *all = fx_pack(pages, 3);
@@ -134,9 +142,11 @@ static void make_instance(const char *last_boot_info)
 	}
 	/* this boot's kallsyms: the kernel moved up by DELTA */
 	n = (size_t)snprintf(kallsyms, sizeof(kallsyms),
-			     "%llx T _text\n%llx T startup_64\n%llx t my_work_fn\n%llx T after_work_fn\n",
+			     "%llx T _text\n%llx T startup_64\n%llx t my_work_fn\n%llx T after_work_fn\n"
+			     "%llx T _etext\n%llx t mod_fn_now_here\t[mod]\n",
 			     OLD_TEXT + DELTA, OLD_TEXT + DELTA, OLD_WORK_FN - 0x60 + DELTA,
-			     OLD_WORK_FN + 0x1000 + DELTA);
+			     OLD_WORK_FN + 0x1000 + DELTA, OLD_TEXT + DELTA + 0x2000000,
+			     OLD_MOD_FN + DELTA - 0x40);
 	put("kallsyms", kallsyms, n);
 }
 
@@ -192,7 +202,7 @@ static void record(bool through_loop, struct tp_ftrace_scan *scan, uint64_t *ret
 		for (int i = 0; i < 1000 && size_of(INST "trace") != 0; i++)
 			ck_assert_int_ge(loop_run_once(e, 0), 0);
 	}
-	ck_assert_int_eq(frozen_ftrace_ds_ops.flush_final(ds), 0);
+	ck_assert_int_eq((through_loop ? frozen_ftrace_ds_ops.flush_last : frozen_ftrace_ds_ops.flush_final)(ds), 0);
 	ck_assert_int_eq(size_of(INST "trace"), 0);
 	ck_assert_int_eq(frozen_ftrace_ds_ops.report(ds, &rep), 0);
 	*ret_events = rep.events;
@@ -206,10 +216,10 @@ static void record(bool through_loop, struct tp_ftrace_scan *scan, uint64_t *ret
 
 static void check_scan(const struct tp_ftrace_scan *s, uint64_t events)
 {
-	ck_assert_uint_eq(events, N_SWITCH + 1);
-	ck_assert_uint_eq(s->n_events, N_SWITCH + 1);
+	ck_assert_uint_eq(events, N_SWITCH + 2);
+	ck_assert_uint_eq(s->n_events, N_SWITCH + 2);
 	ck_assert_uint_eq(s->events_by_field[4], N_SWITCH);       /* sched_switch */
-	ck_assert_uint_eq(s->events_by_field[58], 1);             /* workqueue_execute_start */
+	ck_assert_uint_eq(s->events_by_field[58], 2);             /* workqueue_execute_start */
 	ck_assert(s->preserve_ftrace_buffer);
 	ck_assert_uint_eq(s->stats_packets, 2);
 	ck_assert_uint_eq(s->compact_bundles, 0);
@@ -218,6 +228,7 @@ static void check_scan(const struct tp_ftrace_scan *s, uint64_t events)
 	for (size_t i = 1; i < s->n_events; i++)
 		ck_assert_uint_gt(s->events[i].ts, s->events[i - 1].ts);
 	ck_assert_msg(tp_scan_has_symbol(s, "my_work_fn"), "the old boot's work function was not named");
+	/* and the module's function left unnamed, not misnamed */
 	ck_assert_uint_eq(s->n_symbol_names, 1);
 }
 
@@ -294,6 +305,39 @@ START_TEST(test_not_boot_mapped)
 }
 END_TEST
 
+START_TEST(test_empty_instance)
+{
+	_cleanup_(loop_unrefp) struct loop *e = NULL;
+	_cleanup_free_ char *err = NULL, *warn = NULL;
+	struct tp_ftrace_scan scan;
+	struct fx_sink sink;
+	struct ds_report rep = { 0 };
+	char out[512];
+	void *ds = NULL;
+
+	make_instance("text delta:\t0\n");
+	puts_file(INST "per_cpu/cpu0/trace_pipe_raw", "");
+	puts_file(INST "trace", "# tracer: nop\n#\n# entries-in-buffer/entries-written: 0/0   #P:2\n");
+	ck_assert_int_eq(loop_new(&e), 0);
+	fx_sink_init(&sink, 1 << 16);
+	ck_assert_int_eq(frozen_setup("boot_mapped", e, &sink, &ds, &err, &warn), 0);
+	ck_assert_msg(warn && strstr(warn, "holds no event"), "%s", warn ? warn : "(no warning)");
+	ck_assert_int_eq(frozen_ftrace_ds_ops.start(ds), 0);
+	ck_assert_int_eq(frozen_ftrace_ds_ops.flush_final(ds), 0);
+	ck_assert_int_eq(frozen_ftrace_ds_ops.report(ds, &rep), 0);
+	ck_assert_uint_eq(rep.events, 0);
+	frozen_ftrace_ds_ops.free(ds);
+	snprintf(out, sizeof(out), "%s/out.pftrace", root);
+	put("out.pftrace", sink.buf, fx_sink_len(&sink));
+	ck_assert_int_eq(tp_scan_trace(out, &scan), 0);
+	/* the two stats packets, nothing else */
+	ck_assert_uint_eq(scan.stats_packets, 2);
+	ck_assert_uint_eq(scan.bundles, 0);
+	tp_scan_free(&scan);
+	fx_sink_done(&sink);
+}
+END_TEST
+
 START_TEST(test_boot_info_parse)
 {
 	struct frozen_boot_info bi;
@@ -343,6 +387,7 @@ static Suite *frozen_suite(void)
 	tcase_add_test(tc, test_read_text_addr_615);
 	tcase_add_test(tc, test_missing_instance);
 	tcase_add_test(tc, test_not_boot_mapped);
+	tcase_add_test(tc, test_empty_instance);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("boot_info");
 	tcase_add_test(tc, test_boot_info_parse);

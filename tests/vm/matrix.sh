@@ -4,8 +4,10 @@
 # kernels (generic, cloud, rt) and its 6.12 LTS kernel under QEMU,
 # TP_VM_JOBS guests at a time:
 #
-#   tests/vm/matrix.sh BUILD_DIR [generic] [cloud] [rt] [6.12]
+#   tests/vm/matrix.sh BUILD_DIR [generic] [cloud] [rt] [6.12] [frozen]
 #
+# `frozen` is tests/vm/frozen.sh: 6.12 with a persistent ring buffer,
+# rebooted twice, the previous boot's trace read back each time.
 # BUILD_DIR must be built already and lie on the root filesystem (the guest
 # sees it through the read-only root share).  Each kernel's meson log goes
 # to BUILD_DIR/vm-results/KERNEL/.  Prints the time and the result of every
@@ -18,17 +20,24 @@
 # matrix takes about two guests' time instead of four.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [generic] [cloud] [rt] [6.12]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [generic] [cloud] [rt] [6.12] [frozen]" >&2; exit 2; }
 build=$(cd "$1" && pwd) || exit 2
 shift
 kernels=("$@")
-[ ${#kernels[@]} -gt 0 ] || kernels=(generic cloud rt 6.12)
+[ ${#kernels[@]} -gt 0 ] || kernels=(generic cloud rt 6.12 frozen)
 
 jobs=${TP_VM_JOBS:-2}
 
 # One kernel: its console, meson log and a status file in its results folder.
 run_kernel() {
 	local k=$1 res=$build/vm-results/$1 start=$SECONDS rc
+	if [ "$k" = frozen ]; then
+		TP_VM_TIMEOUT=${TP_VM_TIMEOUT:-1800} "$here/frozen.sh" "$build" >"$res/console.txt" 2>&1
+		rc=$?
+		echo "$rc $((SECONDS - start))" >"$res/status"
+		grep -a '^frozen' "$res/console.txt" | sed "s/^/$k: /"
+		return
+	fi
 	# The guest writes its meson log to the results share, whatever the outcome.
 	"$here/run.sh" --kernel "$k" --timeout "${TP_VM_TIMEOUT:-1800}" --results "$res" -- \
 		sh -c 'uname -r; rm -f "$1"/meson-logs/testlog.txt
@@ -59,7 +68,18 @@ for k in "${kernels[@]}"; do
 	res=$build/vm-results/$k
 	read -r rc secs <"$res/status" 2>/dev/null || { rc=1; secs=?; }
 	line="$k ($(head -n 1 "$res/console.txt")): ${secs}s"
-	if [ "$rc" = 0 ]; then
+	if [ "$k" = frozen ]; then
+		if [ "$rc" = 0 ]; then
+			summary+=("$line, the previous boot's trace read back through record and the daemon")
+		else
+			failed=1
+			summary+=("$line, FAILED (status $rc; see $res/console.txt)")
+			while IFS= read -r l; do
+				summary+=("      $l")
+			done < <(grep -aE '^frozen|:[FE]:' "$res/console.txt" | tail -n 8 | cut -c1-400)
+		fi
+		continue
+	elif [ "$rc" = 0 ]; then
 		line+=", all passed"
 	elif [ "$rc" = 124 ] || [ "$rc" = 125 ] || [ ! -f "$res/testlog.txt" ]; then
 		failed=1

@@ -33,6 +33,14 @@
 #   --cpus N         vCPUs (default 2)
 #   --mem SIZE       guest memory (default 2G)
 #   --timeout S      deadline in seconds for the whole guest (default 900)
+#   --append ARGS    more kernel command-line arguments (e.g. a persistent
+#                    ring buffer's reserve_mem= and trace_instance=)
+#   --max-boots N    let the guest reboot (`echo b > /proc/sysrq-trigger`):
+#                    QEMU then boots the same kernel and command line again,
+#                    with the guest's RAM as it was, and the command runs
+#                    again; the guest stops after N boots (default 1: a
+#                    reboot ends the run).  The command finds its phase in
+#                    the results directory.
 #   --results DIR    the shared results directory (default: a temporary one,
 #                    removed at exit)
 #   --fetch-only     fetch and unpack the kernel, print its directory, exit
@@ -47,6 +55,8 @@ fs=
 cpus=2
 mem=2G
 timeout_s=900
+append_extra=
+max_boots=1
 results=
 fetch_only=false
 verbose=false
@@ -57,6 +67,8 @@ while [ $# -gt 0 ]; do
 	--cpus) cpus=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
 	--timeout) timeout_s=$2; shift 2 ;;
+	--append) append_extra=$2; shift 2 ;;
+	--max-boots) max_boots=$2; shift 2 ;;
 	--results) results=$2; shift 2 ;;
 	--fetch-only) fetch_only=true; shift ;;
 	-v) verbose=true; shift ;;
@@ -180,7 +192,7 @@ else
 	mkdir -p "$results"
 	results=$(cd "$results" && pwd)
 fi
-rm -f "$results/.rc" "$results/.run"
+rm -f "$results/.rc" "$results/.run" "$results/.boots"
 
 # ---- the shared root: read-only on the host side too ------------------------
 
@@ -256,11 +268,17 @@ chmod 755 "$ird/init"
 
 # ---- QEMU -------------------------------------------------------------------
 
-qemu=(qemu-system-x86_64 -nodefaults -no-user-config -no-reboot -display none
+case $max_boots in
+''|*[!0-9]*|0) die "--max-boots: a number from 1" ;;
+esac
+qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none
       -accel tcg,thread=single -cpu max -smp "$cpus" -m "$mem"
       -kernel "$vmlinuz" -initrd "$work/initrd"
       -chardev stdio,id=con,signal=off -serial chardev:con)
-append="console=ttyS0 panic=-1 tp.fs=$fs"
+# A reboot ends the run unless the command may reboot; init counts boots.
+[ "$max_boots" -gt 1 ] || qemu+=(-no-reboot)
+append="console=ttyS0 panic=-1 tp.fs=$fs tp.maxboots=$max_boots"
+[ -z "$append_extra" ] || append+=" $append_extra"
 $verbose || append+=" quiet loglevel=1"
 
 if [ "$fs" = 9p ]; then
@@ -315,5 +333,5 @@ if [ ! -s "$results/.rc" ]; then
 	exit 125
 fi
 rc=$(cat "$results/.rc")
-rm -f "$results/.rc" "$results/.run"
+rm -f "$results/.rc" "$results/.run" "$results/.boots"
 exit "$rc"

@@ -270,6 +270,12 @@ struct ftrace_symbolizer {
 	 * this boot's /proc/kallsyms.
 	 */
 	int64_t addr_delta;
+	/*
+	 * With text_hi != 0, only addresses that land in [text_lo, text_hi)
+	 * (after the delta) are named: the delta moves the core kernel's
+	 * text, not modules, which each boot loads where it likes.
+	 */
+	uint64_t text_lo, text_hi;
 	uint32_t watermark;             /* indices up to here were named in this pass */
 	uint64_t names;                 /* kernel_symbols entries written */
 };

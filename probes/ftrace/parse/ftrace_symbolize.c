@@ -39,8 +39,12 @@ void ftrace_symbolize_bundle(void *ctx, struct pbw *packet, struct ftrace_pidset
 		return;
 	for (size_t i = s->watermark; i < n; i++) {
 		char name[KSYMS_NAME_MAX + 1];
-		int len = ksyms_lookup(s->k, addrs[i] + (uint64_t)s->addr_delta, name, sizeof(name));
+		uint64_t addr = addrs[i] + (uint64_t)s->addr_delta;
+		int len;
 
+		if (s->text_hi && (addr < s->text_lo || addr >= s->text_hi))
+			continue;
+		len = ksyms_lookup(s->k, addr, name, sizeof(name));
 		if (len <= 0)
 			continue;
 		if (!open) {
