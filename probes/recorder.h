@@ -58,6 +58,11 @@ struct recorder_options {
 	uint32_t sys_stats;             /* RECORDER_SYS_* sources; 0: no linux.sys_stats */
 	uint32_t sys_stats_period_ms;
 	const char *instance;           /* tracefs instance (must exist) */
+	/* --previous-boot: linux.frozen_ftrace of this boot-mapped instance
+	 * instead of linux.ftrace (and no process names: the pids are the
+	 * old boot's) */
+	const char *previous_boot;
+	bool duration_given;            /* -t was given */
 	bool quiet;
 };
 

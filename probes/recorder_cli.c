@@ -273,6 +273,13 @@ static void usage(FILE *f)
 		"                           read a CPU's buffer at once when it is N %% full\n"
 		"                           (default 50; 0: only every drain period)\n"
 		"  -i, --instance NAME      record from the tracefs instance NAME (must exist)\n"
+		"      --previous-boot[=NAME]\n"
+		"                           save the previous boot's trace instead: the\n"
+		"                           persistent ring buffer of the boot-mapped instance\n"
+		"                           NAME (default boot_mapped; Linux 6.12+ booted with\n"
+		"                           e.g. reserve_mem=20M:2M:trace\n"
+		"                           trace_instance=boot_mapped^traceoff@trace), read\n"
+		"                           whole, with kernel symbols, then cleared\n"
 		"  -c, --config FILE        a Perfetto TraceConfig (text or binary) instead of\n"
 		"                           the options above\n"
 		"  -q, --quiet              no progress or summary\n"
@@ -283,7 +290,7 @@ int recorder_parse_args(int argc, char **argv, struct recorder_options *o)
 {
 	enum {
 		OPT_COMPACT = 256, OPT_NO_COMPACT, OPT_PROCESS, OPT_NO_PROCESS, OPT_WAKE, OPT_SYS_STATS,
-		OPT_SYS_PERIOD, OPT_NO_SYSINFO, OPT_NO_KSYMS,
+		OPT_SYS_PERIOD, OPT_NO_SYSINFO, OPT_NO_KSYMS, OPT_PREVIOUS_BOOT,
 	};
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
@@ -293,6 +300,7 @@ int recorder_parse_args(int argc, char **argv, struct recorder_options *o)
 		{ "drain-period", required_argument, NULL, 'p' },
 		{ "drain-buffer-percent", required_argument, NULL, OPT_WAKE },
 		{ "instance", required_argument, NULL, 'i' },
+		{ "previous-boot", optional_argument, NULL, OPT_PREVIOUS_BOOT },
 		{ "config", required_argument, NULL, 'c' },
 		{ "sys-stats", optional_argument, NULL, OPT_SYS_STATS },
 		{ "sys-stats-period", required_argument, NULL, OPT_SYS_PERIOD },
@@ -318,6 +326,7 @@ int recorder_parse_args(int argc, char **argv, struct recorder_options *o)
 			o->output = optarg;
 			break;
 		case 't':
+			o->duration_given = true;
 			if (recorder_parse_duration_ms(optarg, &o->duration_ms) < 0 || o->duration_ms == 0) {
 				log_error("Invalid duration '%s' for -t (e.g. 500ms, 10s, 2m)", optarg);
 				return -EINVAL;
@@ -361,6 +370,9 @@ int recorder_parse_args(int argc, char **argv, struct recorder_options *o)
 				log_error("Invalid value '%s' for --drain-buffer-percent (0..100)", optarg);
 				return -EINVAL;
 			}
+			break;
+		case OPT_PREVIOUS_BOOT:
+			o->previous_boot = optarg ? optarg : "boot_mapped";
 			break;
 		case 'i':
 			o->instance = optarg;
@@ -431,6 +443,18 @@ int recorder_parse_args(int argc, char **argv, struct recorder_options *o)
 		log_error("Events and categories come from the -c config: '%s' was given too",
 			  o->n_events ? o->events[0] : o->n_categories ? o->categories[0] : "hyp");
 		return -EINVAL;
+	}
+	if (o->previous_boot) {
+		if (o->config_path || o->n_events || o->n_categories || o->hypervisor || o->instance) {
+			log_error("--previous-boot saves what the previous boot traced: it takes no %s",
+				  o->config_path ? "-c config" : o->instance ? "-i instance (use --previous-boot=NAME)"
+								 : "events or categories");
+			return -EINVAL;
+		}
+		/* the last flush reads the whole buffer, however short the session */
+		if (!o->duration_given)
+			o->duration_ms = 100;
+		o->process_names = false;
 	}
 	return 0;
 }

@@ -170,6 +170,8 @@ int recorder_config_text_from_options(const struct recorder_options *o, char **r
 			return -EINVAL;
 	if (o->instance && !instance_name_ok(o->instance))
 		return -EINVAL;
+	if (o->previous_boot && !instance_name_ok(o->previous_boot))
+		return -EINVAL;
 
 	f = open_memstream(&text, &len);
 	if (!f)
@@ -180,6 +182,12 @@ int recorder_config_text_from_options(const struct recorder_options *o, char **r
 	if (o->process_names) {
 		fprintf(f, "buffers { size_kb: %u fill_policy: DISCARD }\n", 8192u);
 		meta = 1;
+	}
+	if (o->previous_boot) {
+		fprintf(f, "data_sources { config { name: \"linux.frozen_ftrace\" target_buffer: 0\n"
+			   "  frozen_ftrace_config { instance_name: \"%s\" } } }\n",
+			o->previous_boot);
+		goto others;
 	}
 	fprintf(f, "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
 		   "  ftrace_config {\n");
@@ -207,6 +215,7 @@ int recorder_config_text_from_options(const struct recorder_options *o, char **r
 	if (o->instance)
 		fprintf(f, "    instance_name: \"%s\"\n", o->instance);
 	fprintf(f, "  } } }\n");
+others:
 	/* pKVM's events live in an instance of their own, as perfetto -t asks */
 	if (o->hypervisor)
 		fprintf(f, "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"

@@ -4,7 +4,8 @@
  * previous boot's events (tests/vm/frozen.sh traces into it, reboots the
  * guest and runs this): the events `cat trace` of the instance shows, one
  * for one by CPU and timestamp, must be the events of the trace, recorded
- * through `record` (TP_FROZEN_VIA=record, the default) or through the
+ * with `traced-probes record --previous-boot` (TP_FROZEN_VIA=record, the
+ * default) or through the
  * daemon beside the test service (TP_FROZEN_VIA=daemon).  The work
  * functions: `trace` shows the old boot's raw addresses (6.12 does not
  * name them); the old boot's own kallsyms (a copy, TP_FROZEN_OLD_KALLSYMS)
@@ -277,6 +278,22 @@ static void record_via_daemon(const char *cfg, const char *out)
 	ck_assert_int_eq(tp_assert_exit(&watch, daemon, "the daemon"), 0);
 }
 
+/* The one command a user types: traced-probes record --previous-boot=NAME -o OUT. */
+static void record_via_cli(const char *out)
+{
+	char arg[128];
+	pid_t pid;
+
+	snprintf(arg, sizeof(arg), "--previous-boot=%s", instance);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execl(bin_daemon, bin_daemon, "record", arg, "-o", out, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(tp_assert_exit(NULL, pid, "traced-probes record --previous-boot"), 0);
+}
+
 START_TEST(test_frozen_read_back)
 {
 	const char *via = getenv("TP_FROZEN_VIA");
@@ -301,7 +318,7 @@ START_TEST(test_frozen_read_back)
 	if (via && strcmp(via, "daemon") == 0)
 		record_via_daemon(cfg, out);
 	else
-		ck_assert_int_eq(tp_record(cfg, out), 0);
+		record_via_cli(out);
 
 	ck_assert_int_eq(tp_scan_trace_events(out, &s), 0);
 	fprintf(stderr, "frozen_ftrace via %s: `trace` shows %zu events, the trace holds %zu; %zu work function "

@@ -360,6 +360,13 @@ START_TEST(test_boot_info_parse)
 	ck_assert_int_eq(frozen_ftrace_addr_delta(&bi, 0xffffffff99000000ull, &d), 0);
 	ck_assert_int_eq(d, -0x1000000);
 
+	/* a later line that does not parse leaves what an earlier one said */
+	ck_assert_int_eq(frozen_ftrace_parse_boot_info("ffffffff9a000000\t[kernel]\n0\t[kernel]\n"
+						       "text delta:\t5\ntext delta:\tx\n", 65, &bi), 0);
+	ck_assert(bi.has_text_addr && bi.has_text_delta);
+	ck_assert_uint_eq(bi.text_addr, 0xffffffff9a000000ull);
+	ck_assert_int_eq(bi.text_delta, 5);
+
 	ck_assert_int_eq(frozen_ftrace_parse_boot_info("# Current\n", 10, &bi), 0);
 	ck_assert(bi.current);
 	ck_assert_int_eq(frozen_ftrace_addr_delta(&bi, 0, &d), 0);

@@ -338,6 +338,38 @@ START_TEST(test_hypervisor_instance)
 }
 END_TEST
 
+/* --previous-boot: linux.frozen_ftrace of the instance, and nothing of this boot's ftrace. */
+START_TEST(test_previous_boot)
+{
+	static const char *const want[][2] = { { NULL, "boot_mapped" }, { "--previous-boot=oops", "oops" } };
+
+	for (size_t k = 0; k < ARRAY_SIZE(want); k++) {
+		Perfetto__Protos__TraceConfig *c = want[k][0] ? config_of(ARGS("-o", "x", (char *)want[k][0]))
+							       : config_of(ARGS("-o", "x", "--previous-boot"));
+		size_t frozen = 0;
+
+		for (size_t i = 0; i < c->n_data_sources; i++) {
+			const Perfetto__Protos__DataSourceConfig *d = c->data_sources[i]->config;
+
+			ck_assert_str_ne(d->name, "linux.ftrace");
+			ck_assert_str_ne(d->name, "linux.process_stats");
+			if (strcmp(d->name, "linux.frozen_ftrace") == 0) {
+				frozen++;
+				ck_assert_ptr_nonnull(d->frozen_ftrace_config);
+				ck_assert_str_eq(d->frozen_ftrace_config->instance_name, want[k][1]);
+			}
+		}
+		ck_assert_uint_eq(frozen, 1);
+		/* a short session: its last flush reads the whole buffer */
+		ck_assert(c->has_duration_ms && c->duration_ms > 0 && c->duration_ms <= 1000);
+		protobuf_c_message_free_unpacked(&c->base, NULL);
+	}
+	assert_refused(ARGS("-o", "x", "--previous-boot", "sched/sched_switch"), "events or categories");
+	assert_refused(ARGS("-o", "x", "--previous-boot", "-i", "foo"), "--previous-boot=NAME");
+	assert_refused(ARGS("-o", "x", "--previous-boot", "-c", "cfg"), "-c config");
+}
+END_TEST
+
 /* The daemon's options: the same one-line answers, before anything is touched. */
 static void assert_daemon_refused(int argc, char **argv, const char *word)
 {
@@ -671,6 +703,7 @@ int main(void)
 	tcase_add_test(tc, test_events_and_categories_in_config);
 	tcase_add_test(tc, test_sys_stats_in_config);
 	tcase_add_test(tc, test_hypervisor_instance);
+	tcase_add_test(tc, test_previous_boot);
 	tcase_add_test(tc, test_check_events);
 	tcase_add_test(tc, test_daemon_wrong_words_named);
 	tcase_add_test(tc, test_record_refuses_configs);
