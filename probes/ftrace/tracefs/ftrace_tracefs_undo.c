@@ -580,6 +580,27 @@ int ftrace_tracefs_write_trunc(struct ftrace_tracefs *t, const char *file, const
 	return r;
 }
 
+static bool is_buffer_size_file(const char *f)
+{
+	unsigned cpu;
+	int end = 0;
+
+	return strcmp(f, "buffer_size_kb") == 0 ||
+	       (sscanf(f, "per_cpu/cpu%u/buffer_size_kb%n", &cpu, &end) == 1 && f[end] == 0);
+}
+
+/* @file's first word is @value now. */
+static bool file_reads(struct ftrace_tracefs *t, const char *file, const char *value)
+{
+	_cleanup_free_ char *s = NULL;
+	char v[UNDO_VALUE_MAX + 1];
+
+	if (ftrace_tracefs_read(t, file, 256, &s, NULL) < 0)
+		return false;
+	first_token(s, v, sizeof(v));
+	return strcmp(v, value) == 0;
+}
+
 /* Put one entry back, the way its kind needs. */
 static int undo_apply(struct ftrace_tracefs *t, const struct ftrace_undo_entry *e)
 {
@@ -596,6 +617,13 @@ static int undo_apply(struct ftrace_tracefs *t, const struct ftrace_undo_entry *
 		/* Already gone (removed by hand, or the kernel rebooted): nothing to undo. */
 		return r == -ENOENT ? 0 : r;
 	case UNDO_PLAIN:
+		/*
+		 * A buffer that kept its size (the resize failed: a boot-mapped
+		 * instance's is fixed, and any write to it is refused) needs
+		 * nothing put back.
+		 */
+		if (is_buffer_size_file(e->file) && file_reads(t, e->file, e->value))
+			return 0;
 		r = ftrace_tracefs_write(t, e->file, e->value, NULL);
 		/*
 		 * The kernel refuses a tracer change while any trace_pipe_raw of
