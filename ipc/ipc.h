@@ -708,6 +708,42 @@ uint64_t ipc_conn_get_id(const struct ipc_conn *conn);
  */
 int ipc_conn_get_peer(const struct ipc_conn *conn, struct ipc_peer *ret);
 
+/* Longest machine name kept from a SetPeerIdentity frame. */
+#define IPC_MACHINE_NAME_MAX 255u
+
+/**
+ * ipc_conn_get_machine_id - the machine of the peer: 0 for this one (a
+ * UNIX socket, or TCP/vsock without SetPeerIdentity), else what traced
+ * makes of the frame's machine_id_hint (ipc_machine_id()).
+ */
+uint32_t ipc_conn_get_machine_id(const struct ipc_conn *conn);
+
+/** ipc_conn_get_machine_name - SetPeerIdentity's machine_name, or NULL. */
+const char *ipc_conn_get_machine_name(const struct ipc_conn *conn);
+
+/**
+ * ipc_machine_id - a remote machine's id as traced makes it: the low 32
+ * bits of the FNV-1a 64 hash of @hint (a boot id), or, with no hint, of
+ * @ch's peer address without its port; never 0 (this machine's).
+ */
+uint32_t ipc_machine_id(const char *hint, const struct ipc_channel *ch);
+
+/* What a producer or relay client says of itself on TCP/vsock. */
+struct ipc_identity {
+	int32_t pid;
+	int32_t uid;
+	const char *machine_id_hint;  /* the boot id */
+	const char *machine_name;
+};
+
+/**
+ * ipc_client_send_identity - send an IPCFrame.set_peer_identity with @id
+ * (before binding anything: the service honours the first one only, and
+ * ignores it on a UNIX socket).
+ * Returns: 0 or -errno.
+ */
+int ipc_client_send_identity(struct ipc_client *c, const struct ipc_identity *id);
+
 /**
  * ipc_conn_can_pass_fds - false on TCP/vsock.
  */

@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -299,4 +300,51 @@ int ipc_addr_listen(const char *addr, mode_t mode, int *ret_fd)
 
 	*ret_fd = TAKE_FD(fd);
 	return 0;
+}
+
+/* ---- machine ids of remote peers ---------------------------------------------- */
+
+static uint64_t fnv1a64(uint64_t h, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		h ^= (uint8_t)s[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+/* The peer's address without its port, as traced names a host it has no hint for. */
+static int peer_host(int fd, char *buf, size_t size)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -errno;
+	switch (ss.ss_family) {
+	case AF_INET:
+		return inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, buf, (socklen_t)size) ? 0 : -errno;
+	case AF_INET6:
+		return inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, buf, (socklen_t)size) ? 0
+														: -errno;
+	case AF_VSOCK:
+		(void)snprintf(buf, size, "vsock://%u", ((struct sockaddr_vm *)&ss)->svm_cid);
+		return 0;
+	default:
+		return -EAFNOSUPPORT;
+	}
+}
+
+uint32_t ipc_machine_id(const char *hint, const struct ipc_channel *ch)
+{
+	uint64_t h = 14695981039346656037ull;
+	char host[INET6_ADDRSTRLEN + 16];
+	uint32_t id;
+
+	if (hint && hint[0])
+		h = fnv1a64(h, hint, strlen(hint));
+	else if (peer_host(ipc_channel_get_fd(ch), host, sizeof(host)) == 0)
+		h = fnv1a64(h, host, strlen(host));
+	id = (uint32_t)h;
+	return id == 0 ? 1 : id;
 }

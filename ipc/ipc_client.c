@@ -394,6 +394,25 @@ int ipc_client_bind_service(struct ipc_client *c, const char *service_name, ipc_
 	return client_send(c, &f, -EBADF, &p, ret_request_id);
 }
 
+int ipc_client_send_identity(struct ipc_client *c, const struct ipc_identity *id)
+{
+	Perfetto__Protos__IPCFrame f = PERFETTO__PROTOS__IPCFRAME__INIT;
+	Perfetto__Protos__IPCFrame__SetPeerIdentity spi = PERFETTO__PROTOS__IPCFRAME__SET_PEER_IDENTITY__INIT;
+
+	if (!c || c->closed || !id)
+		return -EINVAL;
+	spi.has_pid = true;
+	spi.pid = id->pid;
+	spi.has_uid = true;
+	spi.uid = id->uid;
+	spi.machine_id_hint = (char *)id->machine_id_hint;
+	spi.machine_name = (char *)id->machine_name;
+	f.msg_case = PERFETTO__PROTOS__IPCFRAME__MSG_SET_PEER_IDENTITY;
+	f.set_peer_identity = &spi;
+	/* no reply comes: no request id, nothing pending */
+	return ipc_channel_send_frame(c->ch, &f, -EBADF);
+}
+
 int ipc_client_get_method_id(const struct ipc_client *c, uint32_t service_id, const char *method_name)
 {
 	const struct bound_service *s;

@@ -30,6 +30,7 @@ struct ipc_conn *ipc_conn_unref(struct ipc_conn *conn)
 	if (!conn || --conn->n_ref > 0)
 		return NULL;
 	ipc_channel_free(conn->ch);
+	free(conn->machine_name);
 	free(conn);
 	return NULL;
 }
@@ -116,6 +117,16 @@ int ipc_conn_get_peer(const struct ipc_conn *conn, struct ipc_peer *ret)
 	}
 	*ret = conn->peer;
 	return 0;
+}
+
+uint32_t ipc_conn_get_machine_id(const struct ipc_conn *conn)
+{
+	return conn ? conn->machine_id : 0;
+}
+
+const char *ipc_conn_get_machine_name(const struct ipc_conn *conn)
+{
+	return conn ? conn->machine_name : NULL;
 }
 
 bool ipc_conn_can_pass_fds(const struct ipc_conn *conn)

@@ -268,6 +268,10 @@ static void host_on_frame(struct ipc_channel *ch, const Perfetto__Protos__IPCFra
 			};
 			conn->have_peer = true;
 			conn->peer_from_identity = true;
+			conn->machine_id = ipc_machine_id(f->set_peer_identity->machine_id_hint, ch);
+			if (f->set_peer_identity->machine_name && f->set_peer_identity->machine_name[0])
+				conn->machine_name = str_printable_dup(f->set_peer_identity->machine_name,
+								       IPC_MACHINE_NAME_MAX);
 		}
 		break;
 #endif

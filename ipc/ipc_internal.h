@@ -26,6 +26,9 @@ struct ipc_conn {
 	struct ipc_peer peer;
 	bool have_peer;
 	bool peer_from_identity;
+	/* SetPeerIdentity's machine (TCP/vsock): 0 is this machine's */
+	uint32_t machine_id;
+	char *machine_name;
 
 	void *userdata;
 };

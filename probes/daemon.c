@@ -23,6 +23,7 @@
 struct daemon {
 	struct loop *event;
 	const char *address;
+	const char *machine_name;       /* --machine-name, $PERFETTO_MACHINE_NAME, else the host name */
 	void **shared;                  /* each data-source kind's state (ds_registry) */
 	struct producer *producer;
 	struct loop_source *retry;
@@ -167,6 +168,8 @@ static int connect_now(struct daemon *d)
 		return 0;
 	r = producer_new(d->event, ds_registry, d->shared, &hooks, d, &d->producer);
 	if (r >= 0)
+		r = producer_set_machine(d->producer, d->machine_name);
+	if (r >= 0)
 		r = producer_connect(d->producer, d->address);
 	if (r < 0) {
 		log_debug_errno(r, "Cannot connect to %s: %m; retrying in %u ms", d->address,
@@ -220,10 +223,14 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: traced-probes [options]\n"
 		"       traced-probes record -o FILE [options]   (see traced-probes record --help)\n\n"
-		"Serve linux.ftrace and linux.process_stats to a Perfetto tracing service.\n\n"
+		"Serve linux.ftrace, linux.process_stats and the other data sources to a Perfetto\n"
+		"tracing service.\n\n"
 		"  -s, --socket ADDR       producer socket of the service (default:\n"
 		"                          $PERFETTO_PRODUCER_SOCK_NAME, /run/perfetto/traced-producer.sock\n"
 		"                          or /tmp/perfetto-producer); also host:port, vsock://cid:port\n"
+		"      --machine-name NAME this machine's name in a multi-machine trace, when\n"
+		"                          connected over TCP or vsock (default:\n"
+		"                          $PERFETTO_MACHINE_NAME, else the host name)\n"
 		"      --cleanup-after-crash  restore tracefs from a killed run's saved state and exit\n"
 		"  -l, --log-level LEVEL   error, warning, notice, info (default), debug\n"
 		"  -v, --version\n"
@@ -232,9 +239,10 @@ static void usage(FILE *f)
 
 int daemon_main(int argc, char **argv)
 {
-	enum { OPT_CLEANUP = 256 };
+	enum { OPT_CLEANUP = 256, OPT_MACHINE_NAME };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
+		{ "machine-name", required_argument, NULL, OPT_MACHINE_NAME },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "cleanup-after-crash", no_argument, NULL, OPT_CLEANUP },
 		{ "version", no_argument, NULL, 'v' },
@@ -266,6 +274,13 @@ int daemon_main(int argc, char **argv)
 		case OPT_CLEANUP:
 			cleanup_only = true;
 			break;
+		case OPT_MACHINE_NAME:
+			if (!*optarg || strlen(optarg) > 255) {
+				log_error("--machine-name: 1 to 255 characters");
+				return 2;
+			}
+			d.machine_name = optarg;
+			break;
 		case 'v':
 			printf("traced-probes %s\n", TP_VERSION);
 			return 0;
@@ -285,6 +300,8 @@ int daemon_main(int argc, char **argv)
 	}
 	if (!d.address)
 		d.address = producer_default_socket();
+	if (!d.machine_name && getenv("PERFETTO_MACHINE_NAME") && *getenv("PERFETTO_MACHINE_NAME"))
+		d.machine_name = getenv("PERFETTO_MACHINE_NAME");
 
 	r = recover_all(cleanup_only);
 	if (cleanup_only) {

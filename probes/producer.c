@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ipc/ipc.h"
 #include "probes/producer_internal.h"
@@ -64,8 +65,11 @@ struct producer *producer_free(struct producer *p)
 	producer_ds_destroy_all(p);
 	p->commit_source = loop_source_disable_unref(p->commit_source);
 	p->client = ipc_client_free(p->client);
+	p->relay = producer_relay_free(p->relay);
 	p->smb = smb_free(p->smb);
 	free(p->emulation_buf);
+	free(p->machine_id_hint);
+	free(p->machine_name);
 	p->event = loop_unref(p->event);
 	free(p);
 	return NULL;
@@ -272,7 +276,12 @@ static void on_bind(struct ipc_client *c, int error, uint32_t service_id, void *
 	int r;
 
 	if (error < 0) {
-		log_error_errno(error, "Failed to bind ProducerPort: %m");
+		/* a refused bind is the service's answer; a connection that never
+		 * came up (TCP connects in the background) is the daemon's retry */
+		if (error == -ENOENT || error == -EPROTO)
+			log_error_errno(error, "The service refused ProducerPort: %m");
+		else
+			log_debug_errno(error, "Failed to bind ProducerPort: %m");
 		producer_fail(p, error);
 		return;
 	}
@@ -306,6 +315,8 @@ static void on_bind(struct ipc_client *c, int error, uint32_t service_id, void *
 		producer_fail(p, r);
 }
 
+static bool identify(const struct producer *p, const char *address);
+
 /*
  * The one connect path: a client from @address, or over @fd when @address
  * is NULL (the fd is ours from here on, also on failure), then the
@@ -327,11 +338,71 @@ static int producer_open(struct producer *p, const char *address, int fd)
 	p->client = c;
 	ipc_client_set_disconnect_callback(c, on_disconnect, p);
 	r = ipc_client_attach_event(c, p->event);
+	if (r >= 0 && identify(p, address))
+		r = ipc_client_send_identity(c, &(struct ipc_identity){
+			.pid = (int32_t)getpid(), .uid = (int32_t)geteuid(),
+			.machine_id_hint = p->machine_id_hint, .machine_name = p->machine_name });
 	if (r >= 0)
 		r = ipc_client_bind_service(c, "ProducerPort", on_bind, p, NULL);
-	if (r < 0)
+	if (r < 0) {
 		p->client = ipc_client_free(p->client);
+		return r;
+	}
+	if (identify(p, address) && !p->relay) {
+		int k = producer_relay_new(p->event, address,
+					   &(struct ipc_identity){ .pid = (int32_t)getpid(),
+								   .uid = (int32_t)geteuid(),
+								   .machine_id_hint = p->machine_id_hint,
+								   .machine_name = p->machine_name },
+					   &p->relay);
+
+		if (k < 0)
+			log_notice_errno(k, "No relay connection to %s (%m): no clock sync with the service",
+					 address);
+	}
 	return r;
+}
+
+/* Whether the connection to @address says who we are: TCP or vsock, with a machine set. */
+static bool identify(const struct producer *p, const char *address)
+{
+	int kind;
+
+	if (!p->has_identity || !address)
+		return false;
+	kind = ipc_addr_kind_from_string(address);
+	return kind >= 0 && !ipc_addr_kind_can_pass_fds((enum ipc_addr_kind)kind);
+}
+
+int producer_set_machine(struct producer *p, const char *machine_name)
+{
+	_cleanup_free_ char *boot_id = NULL;
+	char host[256];
+
+	if (!p)
+		return -EINVAL;
+	if (!machine_name || !*machine_name) {
+		if (gethostname(host, sizeof(host)) < 0)
+			snprintf(host, sizeof(host), "linux");
+		host[sizeof(host) - 1] = '\0';
+		machine_name = host;
+	}
+	/* as traced_relay: this boot's id tells the machines apart */
+	if (read_full_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 64, &boot_id, NULL) >= 0)
+		boot_id[strcspn(boot_id, "\n")] = '\0';
+	free(p->machine_name);
+	free(p->machine_id_hint);
+	p->machine_name = strdup(machine_name);
+	p->machine_id_hint = boot_id ? TAKE_PTR(boot_id) : strdup("");
+	if (!p->machine_name || !p->machine_id_hint)
+		return -ENOMEM;
+	p->has_identity = true;
+	return 0;
+}
+
+uint64_t producer_clock_sync_rounds(const struct producer *p)
+{
+	return p ? producer_relay_rounds(p->relay) : 0;
 }
 
 int producer_connect(struct producer *p, const char *address)

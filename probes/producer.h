@@ -56,6 +56,21 @@ struct producer *producer_free(struct producer *p);
 int producer_connect(struct producer *p, const char *address);
 
 /**
+ * producer_set_machine - identify this machine to a service reached over
+ * TCP or vsock (nothing changes on a UNIX socket, where a local traced or
+ * traced_relay knows who we are): each connection then starts with a
+ * SetPeerIdentity frame (pid, uid, this boot's id as the machine id hint,
+ * @machine_name), and a second connection keeps this machine's clocks in
+ * step with the service's through its RelayPort, as traced_relay does.
+ * Call before producer_connect().
+ * Returns: 0 or -ENOMEM.
+ */
+int producer_set_machine(struct producer *p, const char *machine_name);
+
+/* Clock-sync rounds completed with the service (0 without a relay connection). */
+uint64_t producer_clock_sync_rounds(const struct producer *p);
+
+/**
  * producer_adopt_fd - use an already connected stream socket (socketpair).
  */
 int producer_adopt_fd(struct producer *p, int fd);

@@ -9,6 +9,7 @@
  *   producer_ds.c      data-source instances: setup, start, stop, flush, notices
  *   producer_commit.c  CommitData
  *   producer_rpc.c     ProducerPort method calls
+ *   producer_relay.c   the RelayPort connection of a remote machine (clock sync)
  */
 
 #include <errno.h>
@@ -73,7 +74,28 @@ struct producer {
 
 	struct producer_ds *instances;
 	uint16_t last_writer_id;
+
+	/* producer_set_machine(): said on TCP/vsock, with a relay connection */
+	bool has_identity;
+	char *machine_id_hint, *machine_name;
+	struct producer_relay *relay;
 };
+
+/* ---- producer_relay.c --------------------------------------------------- */
+
+struct producer_relay;
+struct loop;
+
+/*
+ * producer_relay_new - a second connection to @address that identifies as
+ * @id, binds RelayPort, sends this machine's SystemInfo and keeps the
+ * clocks in step.  Failures after the connect are logged, never fatal.
+ */
+int producer_relay_new(struct loop *e, const char *address, const struct ipc_identity *id,
+		       struct producer_relay **ret);
+struct producer_relay *producer_relay_free(struct producer_relay *r);
+/* Clock-sync rounds (PING + UPDATE) completed. */
+uint64_t producer_relay_rounds(const struct producer_relay *r);
 
 /* ---- producer_ds.c ------------------------------------------------------ */
 

@@ -74,6 +74,12 @@ struct svc_options {
 	uint32_t snapshot_interval_ms;
 	/* Tests only: pretend the transport cannot pass fds (shmem emulation). */
 	bool force_shmem_emulation;
+	/*
+	 * Serve RelayPort beside ProducerPort, as traced --enable-relay-endpoint:
+	 * remote machines' SystemInfo and clock sync, written into each trace
+	 * as SystemInfo and RemoteClockSync packets with their machine_id.
+	 */
+	bool relay_endpoint;
 };
 
 /**

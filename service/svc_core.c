@@ -51,6 +51,17 @@ static int on_invoke(struct ipc_conn *conn, uint32_t method_id, const uint8_t *a
 	return svc_port_call(p, method_id, args, len, reply);
 }
 
+static int on_relay_invoke(struct ipc_conn *conn, uint32_t method_id, const uint8_t *args, size_t len,
+			   struct ipc_reply *reply, void *userdata)
+{
+	struct svc_producer *p = ipc_conn_get_userdata(conn);
+
+	(void)userdata;
+	if (!p || method_id == 0 || method_id > svc_relay_n_methods)
+		return -EINVAL;
+	return svc_relay_call(p, method_id, args, len, reply);
+}
+
 static int on_out_defer(struct loop_source *es, void *userdata)
 {
 	struct svc *s = userdata;
@@ -95,6 +106,13 @@ int svc_new(struct loop *e, const struct svc_options *o, struct svc **ret)
 				      svc_port_n_methods, on_invoke, on_disconnect, s, NULL);
 	if (r < 0)
 		return r;
+	/* after ProducerPort, whose disconnect frees the connection's state */
+	if (s->opts.relay_endpoint) {
+		r = ipc_host_register_service(s->host, "RelayPort", svc_relay_methods, svc_relay_n_methods,
+					      on_relay_invoke, NULL, s, NULL);
+		if (r < 0)
+			return r;
+	}
 	ipc_host_set_connect_callback(s->host, on_connect, s);
 	r = ipc_host_attach_event(s->host, e);
 	if (r < 0)

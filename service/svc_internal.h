@@ -237,6 +237,7 @@ struct svc_session {
 	struct svc_trace *trace;
 
 	uint64_t uuid_msb, uuid_lsb;
+	bool remote_machines_written;   /* svc_packets_remote_machines() ran */
 	uint32_t flush_timeout_ms;
 	uint32_t stop_timeout_ms;
 	uint32_t flush_period_ms;
@@ -293,6 +294,11 @@ struct svc_producer {
 	uint32_t page_size_hint;
 	bool emulation;             /* no fd passing: chunks come inline */
 	size_t n_regs;              /* data sources registered */
+	/* its machine (SetPeerIdentity over TCP/vsock), taken at InitializeConnection
+	 * (producers) or at the first RelayPort call; 0 is this machine */
+	uint32_t machine_id;
+	char *machine_name;
+	struct svc_relay *relay;    /* what its RelayPort calls said; NULL if none */
 
 	/* the SMB, created at the first SetupDataSource */
 	int smb_fd;
@@ -434,6 +440,39 @@ void svc_packets_event_now(struct svc_session *ss, uint32_t field, bool snapshot
 /* slow_starting_data_sources / last_flush_slow_data_sources. */
 int svc_packets_slow_data_sources(struct svc_session *ss, uint32_t field, bool (*pick)(const struct svc_ds_inst *i, const void *arg), const void *arg);
 int svc_packets_trace_stats(struct svc_session *ss);
+/* Each remote machine's SystemInfo and RemoteClockSync, once per session. */
+int svc_packets_remote_machines(struct svc_session *ss);
+
+/* ---- svc_relay.c: the RelayPort (svc_options.relay_endpoint) -------------- */
+
+/* Clock readings of one side of a SyncClock call. */
+#define SVC_RELAY_MAX_CLOCKS 16u
+struct svc_clocks {
+	uint32_t n;
+	uint32_t id[SVC_RELAY_MAX_CLOCKS];
+	uint64_t ts[SVC_RELAY_MAX_CLOCKS];
+};
+
+/* The last SyncClock exchanges kept, as traced keeps them. */
+#define SVC_RELAY_SYNCS 5u
+
+struct svc_relay {
+	uint8_t *system_info;       /* InitRelay's SystemInfo, serialized */
+	size_t system_info_len;
+	struct {
+		struct svc_clocks client, host;
+	} sync[SVC_RELAY_SYNCS];
+	unsigned n_sync;            /* the oldest first */
+};
+
+extern const char *const svc_relay_methods[];
+extern const size_t svc_relay_n_methods;
+/* A RelayPort call from @p's connection. */
+int svc_relay_call(struct svc_producer *p, uint32_t method_id, const uint8_t *args, size_t len,
+		   struct ipc_reply *reply);
+struct svc_relay *svc_relay_free(struct svc_relay *r);
+/* Take @p's machine identity from its connection (after SetPeerIdentity). */
+void svc_producer_take_identity(struct svc_producer *p);
 
 /* ---- svc_producer.c ---------------------------------------------------- */
 int svc_producer_new(struct svc *s, struct ipc_conn *conn, struct svc_producer **ret);

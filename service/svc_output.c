@@ -103,9 +103,9 @@ int svc_output_packet(struct svc_session *ss, struct svc_producer *p, const uint
 		       uint16_t writer_id, uint32_t buffer_index, uint32_t previous_packet_dropped)
 {
 	/* trusted_uid (3), trusted_packet_sequence_id (10), trusted_pid (79),
-	 * previous_packet_dropped (42): appended after the producer's bytes,
-	 * so they win over anything the producer wrote. */
-	uint8_t trailer[4 * 12], *t = trailer;
+	 * previous_packet_dropped (42), machine_id (98): appended after the
+	 * producer's bytes, so they win over anything the producer wrote. */
+	uint8_t trailer[5 * 12], *t = trailer;
 	uint32_t seq;
 
 	if (ss->write_stopped || ss->state == SVC_SESSION_DISABLED || len == 0)
@@ -123,6 +123,9 @@ int svc_output_packet(struct svc_session *ss, struct svc_producer *p, const uint
 		t = put_varint_field(t, 79, (uint64_t)(int64_t)(int32_t)p->pid);
 	if (previous_packet_dropped)
 		t = put_varint_field(t, 42, previous_packet_dropped);
+	/* as traced: only a remote machine's packets carry one */
+	if (p->machine_id)
+		t = put_varint_field(t, 98, p->machine_id);
 	ss->stats.packets++;
 	ss->buffers[buffer_index].bytes_read += len;
 	ss->buffers[buffer_index].packets_read++;

@@ -6,13 +6,13 @@
  * carries trusted_uid (the service's uid) and trusted_packet_sequence_id 1.
  * These are rare control-plane packets, so they are built with protobuf-c.
  */
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
 
+#include "protos/pbsys.h"
 #include "protos/perfetto/trace/trace_packet.pb-c.h"
 #include "service/svc_internal.h"
 #include "util/util.h"
@@ -165,60 +165,19 @@ int svc_packets_provenance(struct svc_session *ss)
 	return emit(ss, &tp);
 }
 
-static long total_ram_bytes(void)
-{
-	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-
-	return pages > 0 && psize > 0 ? pages * psize : 0;
-}
-
 int svc_packets_system_info(struct svc_session *ss)
 {
 	Perfetto__Protos__TracePacket tp = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-	Perfetto__Protos__SystemInfo si = PERFETTO__PROTOS__SYSTEM_INFO__INIT;
-	Perfetto__Protos__Utsname un = PERFETTO__PROTOS__UTSNAME__INIT;
 	const Perfetto__Protos__TraceConfig__BuiltinDataSource *b = ss->config->builtin_data_sources;
-	struct utsname u;
-	long v;
+	struct pbsys sys;
 
 	if (b && b->disable_system_info)
 		return 0;
+	pbsys_fill(&sys);
 	/* trace_processor reads the major version after "Perfetto v". */
-	si.tracing_service_version = (char *)"Perfetto v58.2-compatible (traced-probes " TP_VERSION ")";
-	if (uname(&u) == 0) {
-		un.sysname = u.sysname;
-		un.version = u.version;
-		un.release = u.release;
-		un.machine = u.machine;
-		si.utsname = &un;
-	}
-	{
-		/* Minutes east of UTC, as traced computes timezone_off_mins. */
-		time_t now = time(NULL);
-		struct tm lt;
-
-		if (localtime_r(&now, &lt)) {
-			si.has_timezone_off_mins = true;
-			si.timezone_off_mins = (int32_t)(lt.tm_gmtoff / 60);
-		}
-	}
-	v = sysconf(_SC_PAGESIZE);
-	if (v > 0) {
-		si.has_page_size = true;
-		si.page_size = (uint32_t)v;
-	}
-	v = total_ram_bytes();
-	if (v > 0) {
-		si.has_system_ram_bytes = true;
-		si.system_ram_bytes = (uint64_t)v;
-	}
-	v = sysconf(_SC_NPROCESSORS_CONF);
-	if (v > 0) {
-		si.has_num_cpus = true;
-		si.num_cpus = (uint32_t)v;
-	}
+	sys.si.tracing_service_version = (char *)"Perfetto v58.2-compatible (traced-probes " TP_VERSION ")";
 	tp.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_SYSTEM_INFO;
-	tp.system_info = &si;
+	tp.system_info = &sys.si;
 	return emit(ss, &tp);
 }
 
@@ -350,4 +309,89 @@ void svc_packets_event_now(struct svc_session *ss, uint32_t field, bool snapshot
 		(void)svc_packets_clock_snapshot(ss);
 	(void)svc_packets_event(ss, field, svc_now_boot_ns());
 	svc_output_flush(ss);
+}
+
+static void clocks_msg(const struct svc_clocks *c, Perfetto__Protos__ClockSnapshot *snap,
+		       Perfetto__Protos__ClockSnapshot__Clock *cl, Perfetto__Protos__ClockSnapshot__Clock **ptrs)
+{
+	for (uint32_t i = 0; i < c->n; i++) {
+		cl[i] = (Perfetto__Protos__ClockSnapshot__Clock)PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
+		cl[i].has_clock_id = cl[i].has_timestamp = true;
+		cl[i].clock_id = c->id[i];
+		cl[i].timestamp = c->ts[i];
+		ptrs[i] = &cl[i];
+	}
+	snap->n_clocks = c->n;
+	snap->clocks = ptrs;
+}
+
+/* One remote machine's SystemInfo, then its RemoteClockSync, as traced writes them. */
+static int remote_machine(struct svc_session *ss, uint32_t machine_id, const struct svc_relay *r)
+{
+	Perfetto__Protos__TracePacket tp = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__RemoteClockSync rcs = PERFETTO__PROTOS__REMOTE_CLOCK_SYNC__INIT;
+	Perfetto__Protos__RemoteClockSync__SyncedClocks sc[SVC_RELAY_SYNCS], *scp[SVC_RELAY_SYNCS];
+	Perfetto__Protos__ClockSnapshot snaps[2 * SVC_RELAY_SYNCS];
+	Perfetto__Protos__ClockSnapshot__Clock cl[2 * SVC_RELAY_SYNCS][SVC_RELAY_MAX_CLOCKS];
+	Perfetto__Protos__ClockSnapshot__Clock *ptrs[2 * SVC_RELAY_SYNCS][SVC_RELAY_MAX_CLOCKS];
+	int k = 0;
+
+	if (r->system_info) {
+		Perfetto__Protos__SystemInfo *si =
+			perfetto__protos__system_info__unpack(NULL, r->system_info_len, r->system_info);
+
+		if (si) {
+			tp.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_SYSTEM_INFO;
+			tp.system_info = si;
+			tp.has_machine_id = true;
+			tp.machine_id = machine_id;
+			k = emit(ss, &tp);
+			perfetto__protos__system_info__free_unpacked(si, NULL);
+		}
+	}
+	if (r->n_sync == 0 || k < 0)
+		return k;
+	for (unsigned i = 0; i < r->n_sync; i++) {
+		sc[i] = (Perfetto__Protos__RemoteClockSync__SyncedClocks)
+			PERFETTO__PROTOS__REMOTE_CLOCK_SYNC__SYNCED_CLOCKS__INIT;
+		snaps[2 * i] = (Perfetto__Protos__ClockSnapshot)PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
+		snaps[2 * i + 1] = (Perfetto__Protos__ClockSnapshot)PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
+		clocks_msg(&r->sync[i].client, &snaps[2 * i], cl[2 * i], ptrs[2 * i]);
+		clocks_msg(&r->sync[i].host, &snaps[2 * i + 1], cl[2 * i + 1], ptrs[2 * i + 1]);
+		sc[i].client_clocks = &snaps[2 * i];
+		sc[i].host_clocks = &snaps[2 * i + 1];
+		scp[i] = &sc[i];
+	}
+	rcs.n_synced_clocks = r->n_sync;
+	rcs.synced_clocks = scp;
+	tp = (Perfetto__Protos__TracePacket)PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	tp.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_REMOTE_CLOCK_SYNC;
+	tp.remote_clock_sync = &rcs;
+	tp.has_machine_id = true;
+	tp.machine_id = machine_id;
+	return emit(ss, &tp);
+}
+
+int svc_packets_remote_machines(struct svc_session *ss)
+{
+	uint32_t done[64];
+	size_t n_done = 0;
+	int r = 0;
+
+	if (ss->remote_machines_written || !ss->svc)
+		return 0;
+	ss->remote_machines_written = true;
+	for (struct svc_producer *p = ss->svc->producers_head; p && r >= 0; p = p->producers_next) {
+		bool seen = false;
+
+		if (!p->relay || p->machine_id == 0)
+			continue;
+		for (size_t i = 0; i < n_done; i++)
+			seen |= done[i] == p->machine_id;
+		if (seen || n_done == ARRAY_SIZE(done))
+			continue;
+		done[n_done++] = p->machine_id;
+		r = remote_machine(ss, p->machine_id, p->relay);
+	}
+	return r;
 }

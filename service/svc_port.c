@@ -115,6 +115,7 @@ static void initialize_connection(struct svc_producer *p, const ProtobufCMessage
 		(void)ipc_reply_reject(reply);
 		return;
 	}
+	svc_producer_take_identity(p);
 	p->initialized = true;
 	s->n_producers++;
 

@@ -57,6 +57,8 @@ struct svc_producer *svc_producer_free(struct svc_producer *p)
 		return NULL;
 	s = p->svc;
 	SVC_LIST_REMOVE(producers, s, p);
+	p->relay = svc_relay_free(p->relay);
+	free(p->machine_name);
 	s->n_connections--;
 	p->reader = smb_reader_free(p->reader);
 	if (p->smb_base)

@@ -102,6 +102,7 @@ void svc_session_disable_finish(struct svc_session *ss)
 
 	svc_packets_event_now(ss, SVC_EVENT_TRACING_DISABLED, /* snapshot_clocks= */ true);
 	(void)svc_packets_event(ss, SVC_EVENT_READ_TRACING_BUFFERS_COMPLETED, svc_now_boot_ns());
+	(void)svc_packets_remote_machines(ss);
 	(void)svc_packets_trace_stats(ss);
 	svc_output_flush(ss);
 	/* The file is complete: late flush completions write nothing. */

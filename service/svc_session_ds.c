@@ -110,10 +110,21 @@ struct svc_ds_inst *svc_session_ds_setup(struct svc_session *ss,
 
 	if (!p->initialized || p->disconnected)
 		return NULL;
-	/* Machine filter: every producer here is on the host machine. */
-	if (cds->n_machine_name_filter && !name_matches("host", cds->machine_name_filter,
-							cds->n_machine_name_filter, NULL, 0))
+	/*
+	 * Machines, as v58.2: a machine_name_filter names the machines (and
+	 * "host" always matches this one); without one, a remote machine's
+	 * producers get data sources only with trace_all_machines.
+	 */
+	if (cds->n_machine_name_filter) {
+		bool match = p->machine_name && name_matches(p->machine_name, cds->machine_name_filter,
+							     cds->n_machine_name_filter, NULL, 0);
+
+		if (!match && !(p->machine_id == 0 && name_matches("host", cds->machine_name_filter,
+								   cds->n_machine_name_filter, NULL, 0)))
+			return NULL;
+	} else if (p->machine_id != 0 && !(cfg->has_trace_all_machines && cfg->trace_all_machines)) {
 		return NULL;
+	}
 	if (!name_matches(p->name, cds->producer_name_filter, cds->n_producer_name_filter,
 			  cds->producer_name_regex_filter, cds->n_producer_name_regex_filter))
 		return NULL;

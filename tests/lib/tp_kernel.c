@@ -526,6 +526,12 @@ void tp_kill_spawned(void)
 pid_t tp_spawn_service(const char *bin, const char *sock, const char *cfg, const char *out,
 		       bool quiet)
 {
+	return tp_spawn_service_ex(bin, sock, cfg, out, quiet, NULL);
+}
+
+pid_t tp_spawn_service_ex(const char *bin, const char *sock, const char *cfg, const char *out,
+			  bool quiet, const char *extra_arg)
+{
 	char line[16] = "", wait_ms[16];
 	int fds[2];
 	pid_t pid;
@@ -546,7 +552,7 @@ pid_t tp_spawn_service(const char *bin, const char *sock, const char *cfg, const
 			dup2(null, STDERR_FILENO);
 		}
 		close(fds[0]);
-		execl(bin, bin, "-s", sock, "-c", cfg, "--txt", "-o", out, "-w", wait_ms, (char *)NULL);
+		execl(bin, bin, "-s", sock, "-c", cfg, "--txt", "-o", out, "-w", wait_ms, extra_arg, (char *)NULL);
 		_exit(127);
 	}
 	close(fds[1]);

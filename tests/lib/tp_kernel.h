@@ -159,6 +159,9 @@ bool tp_event_enabled(const char *instance_dir, const char *event);
  */
 pid_t tp_spawn_service(const char *bin, const char *sock, const char *cfg, const char *out,
 		       bool quiet);
+/* the same with one more argument (e.g. "--relay"), or none when NULL */
+pid_t tp_spawn_service_ex(const char *bin, const char *sock, const char *cfg, const char *out,
+			  bool quiet, const char *extra_arg);
 
 /* the daemon on @sock with its state in @state_dir; stderr to @stderr_fd if >= 0 */
 pid_t tp_spawn_daemon(const char *bin, const char *sock, const char *state_dir, int stderr_fd,

@@ -4,9 +4,11 @@
  * stand-in for Perfetto's traced when testing a producer by hand or from a
  * script:
  *
- *   tp-test-service [-s SOCKET] -c CONFIG [--txt] -o OUT [-w MS]
+ *   tp-test-service [-s SOCKET[,SOCKET...]] [--relay] -c CONFIG [--txt] -o OUT [-w MS]
  *
- * It listens on SOCKET (default $PERFETTO_PRODUCER_SOCK_NAME), waits until
+ * It listens on each SOCKET (default $PERFETTO_PRODUCER_SOCK_NAME; a UNIX
+ * path, host:port...), with --relay also serving RelayPort as traced
+ * --enable-relay-endpoint does (remote machines' clock sync), waits until
  * producers have registered every data source named in CONFIG (a binary or
  * text TraceConfig; binary is tried first unless --txt), starts the session,
  * and stops after the config's duration_ms or on SIGTERM/SIGINT.  The trace
@@ -139,7 +141,7 @@ static int load_config(const char *path, bool text, Perfetto__Protos__TraceConfi
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: tp-test-service [-s SOCKET] -c CONFIG [--txt] -o OUT [-w MS]\n");
+	fprintf(f, "Usage: tp-test-service [-s SOCKET[,SOCKET...]] [--relay] -c CONFIG [--txt] -o OUT [-w MS]\n");
 }
 
 int main(int argc, char **argv)
@@ -150,6 +152,7 @@ int main(int argc, char **argv)
 		{ "txt", no_argument, NULL, 't' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "wait-ms", required_argument, NULL, 'w' },
+		{ "relay", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -157,11 +160,12 @@ int main(int argc, char **argv)
 	const char *sock = getenv("PERFETTO_PRODUCER_SOCK_NAME"), *cfg_path = NULL, *out = NULL;
 	_cleanup_free_ char *tmp = NULL;
 	uint32_t wait_ms = 0;
+	struct svc_options so = { 0 };
 	bool text = false;
 	sigset_t ss;
 	int r, o;
 
-	while ((o = getopt_long(argc, argv, "s:c:o:w:h", opts, NULL)) >= 0) {
+	while ((o = getopt_long(argc, argv, "s:c:o:w:rh", opts, NULL)) >= 0) {
 		switch (o) {
 		case 's':
 			sock = optarg;
@@ -171,6 +175,9 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			text = true;
+			break;
+		case 'r':
+			so.relay_endpoint = true;
 			break;
 		case 'o':
 			out = optarg;
@@ -215,16 +222,25 @@ int main(int argc, char **argv)
 	if (r >= 0)
 		r = loop_add_signal(c.e, NULL, SIGINT, on_signal, &c);
 	if (r >= 0)
-		r = svc_new(c.e, NULL, &c.svc);
+		r = svc_new(c.e, &so, &c.svc);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the service: %m");
 		goto out;
 	}
 	svc_set_producer_hook(c.svc, on_producers, &c);
-	r = svc_listen(c.svc, sock);
-	if (r < 0) {
-		log_error_errno(r, "Failed to listen on %s: %m", sock);
-		goto out;
+	/* as traced: a comma-separated list of addresses, each listened on */
+	{
+		_cleanup_free_ char *list = strdup(sock);
+		char *save = NULL;
+
+		r = list ? 0 : -ENOMEM;
+		for (char *a = list ? strtok_r(list, ",", &save) : NULL; a && r >= 0; a = strtok_r(NULL, ",", &save)) {
+			r = svc_listen(c.svc, a);
+			if (r < 0)
+				log_error_errno(r, "Failed to listen on %s: %m", a);
+		}
+		if (r < 0)
+			goto out;
 	}
 	if (wait_ms) {
 		r = loop_add_time_relative(c.e, &c.wait_timer, CLOCK_MONOTONIC, (uint64_t)wait_ms * 1000, 0,
