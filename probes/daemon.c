@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "loop/loop.h"
+#include "ipc/ipc.h"
 #include "probes/daemon.h"
 #include "probes/ds/ds.h"
 #include "probes/producer.h"
@@ -24,6 +25,7 @@ struct daemon {
 	struct loop *event;
 	const char *address;
 	const char *machine_name;       /* --machine-name, $PERFETTO_MACHINE_NAME, else the host name */
+	const char *relay_address;      /* --relay-socket, else the producer socket */
 	void **shared;                  /* each data-source kind's state (ds_registry) */
 	struct producer *producer;
 	struct loop_source *retry;
@@ -154,11 +156,17 @@ static int recover_all(bool cleanup)
 	return ret;
 }
 
+static void on_ds_started(struct producer *p, const char *name, void *userdata)
+{
+	log_info("%s started", name);
+}
+
 static int connect_now(struct daemon *d)
 {
 	const struct producer_hooks hooks = {
 		.disconnected = on_disconnected,
 		.registered = on_registered,
+		.ds_started = on_ds_started,
 		.ds_stopped = on_ds_stopped,
 	};
 	int r;
@@ -168,7 +176,7 @@ static int connect_now(struct daemon *d)
 		return 0;
 	r = producer_new(d->event, ds_registry, d->shared, &hooks, d, &d->producer);
 	if (r >= 0)
-		r = producer_set_machine(d->producer, d->machine_name);
+		r = producer_set_machine(d->producer, d->machine_name, d->relay_address);
 	if (r >= 0)
 		r = producer_connect(d->producer, d->address);
 	if (r < 0) {
@@ -231,6 +239,8 @@ static void usage(FILE *f)
 		"      --machine-name NAME this machine's name in a multi-machine trace, when\n"
 		"                          connected over TCP or vsock (default:\n"
 		"                          $PERFETTO_MACHINE_NAME, else the host name)\n"
+		"      --relay-socket ADDR where this machine's clock sync goes (the service's\n"
+		"                          RelayPort; default: the producer socket)\n"
 		"      --cleanup-after-crash  restore tracefs from a killed run's saved state and exit\n"
 		"  -l, --log-level LEVEL   error, warning, notice, info (default), debug\n"
 		"  -v, --version\n"
@@ -239,10 +249,11 @@ static void usage(FILE *f)
 
 int daemon_main(int argc, char **argv)
 {
-	enum { OPT_CLEANUP = 256, OPT_MACHINE_NAME };
+	enum { OPT_CLEANUP = 256, OPT_MACHINE_NAME, OPT_RELAY_SOCKET };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "machine-name", required_argument, NULL, OPT_MACHINE_NAME },
+		{ "relay-socket", required_argument, NULL, OPT_RELAY_SOCKET },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "cleanup-after-crash", no_argument, NULL, OPT_CLEANUP },
 		{ "version", no_argument, NULL, 'v' },
@@ -280,6 +291,13 @@ int daemon_main(int argc, char **argv)
 				return 2;
 			}
 			d.machine_name = optarg;
+			break;
+		case OPT_RELAY_SOCKET:
+			if (ipc_addr_kind_from_string(optarg) < 0) {
+				log_error("--relay-socket: '%s' is not an address", optarg);
+				return 2;
+			}
+			d.relay_address = optarg;
 			break;
 		case 'v':
 			printf("traced-probes %s\n", TP_VERSION);

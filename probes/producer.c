@@ -70,6 +70,7 @@ struct producer *producer_free(struct producer *p)
 	free(p->emulation_buf);
 	free(p->machine_id_hint);
 	free(p->machine_name);
+	free(p->relay_address);
 	p->event = loop_unref(p->event);
 	free(p);
 	return NULL;
@@ -349,7 +350,7 @@ static int producer_open(struct producer *p, const char *address, int fd)
 		return r;
 	}
 	if (identify(p, address) && !p->relay) {
-		int k = producer_relay_new(p->event, address,
+		int k = producer_relay_new(p->event, p->relay_address ? p->relay_address : address,
 					   &(struct ipc_identity){ .pid = (int32_t)getpid(),
 								   .uid = (int32_t)geteuid(),
 								   .machine_id_hint = p->machine_id_hint,
@@ -374,7 +375,7 @@ static bool identify(const struct producer *p, const char *address)
 	return kind >= 0 && !ipc_addr_kind_can_pass_fds((enum ipc_addr_kind)kind);
 }
 
-int producer_set_machine(struct producer *p, const char *machine_name)
+int producer_set_machine(struct producer *p, const char *machine_name, const char *relay_address)
 {
 	_cleanup_free_ char *boot_id = NULL;
 	char host[256];
@@ -394,7 +395,9 @@ int producer_set_machine(struct producer *p, const char *machine_name)
 	free(p->machine_id_hint);
 	p->machine_name = strdup(machine_name);
 	p->machine_id_hint = boot_id ? TAKE_PTR(boot_id) : strdup("");
-	if (!p->machine_name || !p->machine_id_hint)
+	free(p->relay_address);
+	p->relay_address = relay_address ? strdup(relay_address) : NULL;
+	if (!p->machine_name || !p->machine_id_hint || (relay_address && !p->relay_address))
 		return -ENOMEM;
 	p->has_identity = true;
 	return 0;

@@ -62,10 +62,14 @@ int producer_connect(struct producer *p, const char *address);
  * SetPeerIdentity frame (pid, uid, this boot's id as the machine id hint,
  * @machine_name), and a second connection keeps this machine's clocks in
  * step with the service's through its RelayPort, as traced_relay does.
+ * @machine_name: NULL for the host name.
+ * @relay_address: where that second connection goes; NULL: the producer's
+ *   own address (a second address is for links that carry one stream
+ *   each, such as a serial port).
  * Call before producer_connect().
  * Returns: 0 or -ENOMEM.
  */
-int producer_set_machine(struct producer *p, const char *machine_name);
+int producer_set_machine(struct producer *p, const char *machine_name, const char *relay_address);
 
 /* Clock-sync rounds completed with the service (0 without a relay connection). */
 uint64_t producer_clock_sync_rounds(const struct producer *p);

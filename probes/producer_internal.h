@@ -78,6 +78,7 @@ struct producer {
 	/* producer_set_machine(): said on TCP/vsock, with a relay connection */
 	bool has_identity;
 	char *machine_id_hint, *machine_name;
+	char *relay_address;              /* NULL: the producer's */
 	struct producer_relay *relay;
 };
 

@@ -12,7 +12,8 @@
  *   UPDATE with another: the service snapshots its own clocks on each, and
  *   the pairs become the trace's RemoteClockSync for this machine, which
  *   trace_processor turns into the conversion to the host's clocks;
- *   again every RELAY_SYNC_PERIOD_MS, as traced_relay does.
+ *   RELAY_SYNC_BURST such rounds back to back, again every
+ *   RELAY_SYNC_PERIOD_MS, as traced_relay does with one.
  *
  * A service without a relay endpoint (traced without
  * --enable-relay-endpoint) refuses the bind: said once, and the machine
@@ -34,15 +35,25 @@
 
 /* traced_relay's period between two rounds of clock synchronisation. */
 #define RELAY_SYNC_PERIOD_MS 30000u
+/*
+ * Rounds sent back to back each time (traced_relay sends one).  The service
+ * keeps the last five snapshots and trace_processor averages the offsets
+ * of all of them, so one slow round (the first after a connect took 700 ms
+ * over a serial link to a TCG guest, against a few ms after) skews the
+ * conversion by half its round trip; three rounds push it out of the window.
+ */
+#define RELAY_SYNC_BURST 3u
 
 struct producer_relay {
 	struct loop *event;
 	struct ipc_client *client;
 	struct loop_source *timer;
 	char *address;
+	char *machine_name;
 	uint32_t service_id;
 	int m_init, m_sync;
 	bool update_next;             /* the next SyncClock is the round's UPDATE */
+	unsigned burst;               /* rounds of this burst completed */
 	uint64_t rounds;              /* rounds completed */
 };
 
@@ -56,6 +67,7 @@ struct producer_relay *producer_relay_free(struct producer_relay *r)
 	r->client = ipc_client_free(r->client);
 	r->event = loop_unref(r->event);
 	free(r->address);
+	free(r->machine_name);
 	free(r);
 	return NULL;
 }
@@ -86,7 +98,13 @@ static void on_sync_reply(struct ipc_client *c, int error, const uint8_t *reply,
 		return;
 	}
 	r->update_next = false;
-	if (r->rounds++ == 0)
+	r->rounds++;
+	if (++r->burst < RELAY_SYNC_BURST) {
+		send_sync(r);
+		return;
+	}
+	r->burst = 0;
+	if (r->rounds == RELAY_SYNC_BURST)
 		log_info("Clocks synchronised with the tracing service at %s (again every %u s)", r->address,
 			 RELAY_SYNC_PERIOD_MS / 1000);
 	if (r->timer)
@@ -166,6 +184,7 @@ static void send_init(struct producer_relay *r)
 	size_t len;
 
 	pbsys_fill(&sys);
+	sys.si.machine_name = r->machine_name;
 	req.system_info = &sys.si;
 	len = perfetto__protos__init_relay_request__get_packed_size(&req);
 	buf = malloc(len ? len : 1);
@@ -230,7 +249,8 @@ int producer_relay_new(struct loop *e, const char *address, const struct ipc_ide
 		return -ENOMEM;
 	r->event = loop_ref(e);
 	r->address = strdup(address);
-	if (!r->address) {
+	r->machine_name = id->machine_name ? strdup(id->machine_name) : NULL;
+	if (!r->address || (id->machine_name && !r->machine_name)) {
 		producer_relay_free(r);
 		return -ENOMEM;
 	}

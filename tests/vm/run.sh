@@ -35,6 +35,10 @@
 #   --timeout S      deadline in seconds for the whole guest (default 900)
 #   --append ARGS    more kernel command-line arguments (e.g. a persistent
 #                    ring buffer's reserve_mem= and trace_instance=)
+#   --serial NAME:PATH  a virtio-serial port NAME in the guest
+#                    (/dev/virtio-ports/NAME), whose other end is a UNIX
+#                    socket QEMU listens on at PATH on the host; repeatable.
+#                    A link that belongs to the test alone (no network).
 #   --max-boots N    let the guest reboot (`echo b > /proc/sysrq-trigger`):
 #                    QEMU then boots the same kernel and command line again,
 #                    with the guest's RAM as it was, and the command runs
@@ -57,6 +61,7 @@ mem=2G
 timeout_s=900
 append_extra=
 max_boots=1
+serials=()
 results=
 fetch_only=false
 verbose=false
@@ -69,6 +74,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout_s=$2; shift 2 ;;
 	--append) append_extra=$2; shift 2 ;;
 	--max-boots) max_boots=$2; shift 2 ;;
+	--serial) serials+=("$2"); shift 2 ;;
 	--results) results=$2; shift 2 ;;
 	--fetch-only) fetch_only=true; shift ;;
 	-v) verbose=true; shift ;;
@@ -133,7 +139,9 @@ fetch_kernel() {
 	      find lib/modules/*/kernel -mindepth 1 -maxdepth 1 ! -name fs ! -name net ! -name drivers \
 		   -exec rm -rf {} + &&
 	      find lib/modules/*/kernel/net lib/modules/*/kernel/drivers -mindepth 1 -maxdepth 1 \
-		   ! -name 9p ! -name virtio -exec rm -rf {} + &&
+		   ! -name 9p ! -name virtio ! -name char -exec rm -rf {} + &&
+	      find lib/modules/*/kernel/drivers/char -mindepth 1 ! -name 'virtio_console.ko*' \
+		   ! -type d -exec rm -f {} + &&
 	      rm -rf usr boot/System.map-*); then
 		rm -rf "$tmp"
 		die "could not fetch $pkg"
@@ -144,6 +152,11 @@ fetch_kernel() {
 # One fetch at a time per cache; a finished one is reused.
 exec 9>"$cache/.lock"
 flock 9
+# A cache made before the serial ports were kept lacks virtio_console: made again.
+if [ -d "$kdir" ] && ! find "$kdir/lib/modules" -name 'virtio_console.ko*' | grep -q . &&
+   ! grep -qs virtio_console "$kdir"/lib/modules/*/modules.builtin; then
+	rm -rf "$kdir"
+fi
 [ -d "$kdir" ] || fetch_kernel
 flock -u 9
 exec 9>&-
@@ -240,6 +253,7 @@ add_module() {
 }
 add_module virtio_pci
 add_module overlay
+[ ${#serials[@]} -eq 0 ] || add_module virtio_console
 if [ "$fs" = 9p ]; then
 	add_module 9pnet_virtio
 	add_module 9p
@@ -302,6 +316,17 @@ else
 		       -device "vhost-user-fs-pci,chardev=vfs-$tag,tag=tp$tag")
 	done
 	qemu+=(-object "memory-backend-memfd,id=mem,size=$mem,share=on" -numa node,memdev=mem)
+fi
+if [ ${#serials[@]} -gt 0 ]; then
+	qemu+=(-device virtio-serial-pci,id=vser)
+	i=0
+	for sp in "${serials[@]}"; do
+		name=${sp%%:*} path=${sp#*:}
+		[ -n "$name" ] && [ "$path" != "$sp" ] || die "--serial NAME:PATH, not '$sp'"
+		qemu+=(-chardev "socket,id=ser$i,path=$path,server=on,wait=off"
+		       -device "virtserialport,bus=vser.0,chardev=ser$i,name=$name")
+		i=$((i + 1))
+	done
 fi
 qemu+=(-append "$append")
 
