@@ -12,8 +12,9 @@
  *   UPDATE with another: the service snapshots its own clocks on each, and
  *   the pairs become the trace's RemoteClockSync for this machine, which
  *   trace_processor turns into the conversion to the host's clocks;
- *   RELAY_SYNC_BURST such rounds back to back, again every
- *   RELAY_SYNC_PERIOD_MS, as traced_relay does with one.
+ *   RELAY_SYNC_BURST or more such rounds back to back (more while they
+ *   are slow), again every RELAY_SYNC_PERIOD_MS, as traced_relay does
+ *   with one.
  *
  * A service without a relay endpoint (traced without
  * --enable-relay-endpoint) refuses the bind: said once, and the machine
@@ -43,6 +44,18 @@
  * conversion by half its round trip; three rounds push it out of the window.
  */
 #define RELAY_SYNC_BURST 3u
+/*
+ * The service keeps the last RELAY_SYNC_KEPT calls and trace_processor
+ * makes an offset of every two adjacent ones (each is a round trip: this
+ * call sent, the service's snapshot, the next call sent on its reply).
+ * More rounds while any of those trips was slow against the fastest seen
+ * on this connection (more than twice it, plus RELAY_SYNC_SLACK_NS), up to
+ * RELAY_SYNC_BURST_MAX rounds: an offset's error is bounded by half its
+ * round trip, and a link's first round trips are often its slowest.
+ */
+#define RELAY_SYNC_KEPT 5u
+#define RELAY_SYNC_BURST_MAX 12u
+#define RELAY_SYNC_SLACK_NS 500000ull
 
 struct producer_relay {
 	struct loop *event;
@@ -55,6 +68,10 @@ struct producer_relay {
 	bool update_next;             /* the next SyncClock is the round's UPDATE */
 	unsigned burst;               /* rounds of this burst completed */
 	uint64_t rounds;              /* rounds completed */
+	uint64_t last_send_ns;        /* CLOCK_BOOTTIME of the last call */
+	uint64_t gap_ns[RELAY_SYNC_KEPT - 1]; /* between the last calls, oldest first */
+	unsigned n_gaps;              /* in this burst, at most RELAY_SYNC_KEPT - 1 */
+	uint64_t best_rtt_ns;         /* the fastest trip, 0 before the first */
 };
 
 static bool warned_no_endpoint;
@@ -81,6 +98,15 @@ static void relay_close(struct producer_relay *r)
 
 static void send_sync(struct producer_relay *r);
 
+/* Whether a trip the service's window holds now was slow. */
+static bool window_slow(const struct producer_relay *r)
+{
+	for (unsigned i = 0; i < r->n_gaps; i++)
+		if (r->gap_ns[i] > 2 * r->best_rtt_ns + RELAY_SYNC_SLACK_NS)
+			return true;
+	return r->n_gaps < RELAY_SYNC_KEPT - 1;
+}
+
 static void on_sync_reply(struct ipc_client *c, int error, const uint8_t *reply, size_t len, bool has_more,
 			  int fd, void *userdata)
 {
@@ -97,16 +123,19 @@ static void on_sync_reply(struct ipc_client *c, int error, const uint8_t *reply,
 		send_sync(r);
 		return;
 	}
+	/* send_sync() stamped the UPDATE: that round's trip is known */
 	r->update_next = false;
 	r->rounds++;
-	if (++r->burst < RELAY_SYNC_BURST) {
+	if (++r->burst < RELAY_SYNC_BURST_MAX && (r->burst < RELAY_SYNC_BURST || window_slow(r))) {
 		send_sync(r);
 		return;
 	}
+	r->n_gaps = 0;
+	if (r->rounds == r->burst)
+		log_info("Clocks synchronised with the tracing service at %s (%u rounds, the fastest %.3f ms; "
+			 "again every %u s)",
+			 r->address, r->burst, (double)r->best_rtt_ns / 1e6, RELAY_SYNC_PERIOD_MS / 1000);
 	r->burst = 0;
-	if (r->rounds == RELAY_SYNC_BURST)
-		log_info("Clocks synchronised with the tracing service at %s (again every %u s)", r->address,
-			 RELAY_SYNC_PERIOD_MS / 1000);
 	if (r->timer)
 		(void)loop_source_set_time(r->timer, now_ns(CLOCK_MONOTONIC) / 1000 + RELAY_SYNC_PERIOD_MS * 1000ull);
 	(void)loop_source_set_enabled(r->timer, LOOP_ONESHOT);
@@ -150,6 +179,23 @@ static void send_sync(struct producer_relay *r)
 	ptrs[n] = &cl[n];
 	n++;
 #endif
+	{
+		uint64_t boot = cl[0].timestamp;    /* CLOCK_BOOTTIME, first in clocks[] */
+
+		/* a call on the reply to the previous one: that trip's time */
+		if ((r->update_next || r->burst > 0) && boot > r->last_send_ns) {
+			uint64_t rtt = boot - r->last_send_ns;
+
+			if (r->n_gaps == RELAY_SYNC_KEPT - 1)
+				memmove(&r->gap_ns[0], &r->gap_ns[1], sizeof(r->gap_ns[0]) * (RELAY_SYNC_KEPT - 2));
+			else
+				r->n_gaps++;
+			r->gap_ns[r->n_gaps - 1] = rtt;
+			if (!r->best_rtt_ns || rtt < r->best_rtt_ns)
+				r->best_rtt_ns = rtt;
+		}
+		r->last_send_ns = boot;
+	}
 	req.has_phase = true;
 	req.phase = r->update_next ? PERFETTO__PROTOS__SYNC_CLOCK_REQUEST__PHASE__UPDATE
 				   : PERFETTO__PROTOS__SYNC_CLOCK_REQUEST__PHASE__PING;

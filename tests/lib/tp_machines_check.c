@@ -3,7 +3,7 @@
  * tp-machines-check - what a multi-machine trace holds, and whether it is
  * right (tests/vm/machines.sh):
  *
- *   tp-machines-check TRACE MACHINES [MARK_MACHINE_NAME]
+ *   tp-machines-check TRACE MACHINES [MARK_MACHINE_NAME [SAME_KERNEL_MACHINE_NAME]]
  *
  * Every machine (machine_id; 0 is the host) must have FtraceEventBundles,
  * and there must be MACHINES of them; every remote one its SystemInfo and a
@@ -14,7 +14,14 @@
  * converted to the host's clock with the offset trace_processor v58.2
  * computes from that machine's RemoteClockSync (the mean of the two
  * estimates of every adjacent pair of snapshots less than 30 s apart),
- * must land between its send and receive markers, within 1 ms.
+ * must land between its send and receive markers, give or take the error
+ * that method allows: half the longest round trip of those pairs (an
+ * offset from a round trip is off by at most half of it, when the two
+ * ways take all and nothing of it), and never less than 1 ms.  Over a
+ * fast link that is 1 ms; over a TCG guest's serial ports, whose trips
+ * take 5-20 ms, it is what the clock sync can give.  A machine that shares
+ * the host's kernel (SAME_KERNEL_MACHINE_NAME: a network namespace) reads
+ * the same clocks: its offset must come out within 1 ms of 0.
  *
  * Prints a line per machine and per marker round; exit status 0 when all
  * holds.
@@ -31,7 +38,7 @@
 
 #define MAX_MACHINES 16
 #define MAX_MARKS 64
-#define TOLERANCE_NS 1000000ll
+#define MIN_TOLERANCE_NS 1000000ll
 #define BOOTTIME 6u
 
 struct machine {
@@ -65,6 +72,21 @@ static int64_t clock_of(const Perfetto__Protos__ClockSnapshot *s, uint32_t id)
 		if (s->clocks[i]->clock_id == id)
 			return (int64_t)s->clocks[i]->timestamp;
 	return 0;
+}
+
+/* The longest round trip of the pairs offset_of() uses. */
+static int64_t longest_trip(const Perfetto__Protos__RemoteClockSync *r)
+{
+	int64_t worst = 0;
+
+	for (size_t k = 1; r && k < r->n_synced_clocks; k++) {
+		int64_t a = clock_of(r->synced_clocks[k - 1]->client_clocks, BOOTTIME);
+		int64_t b = clock_of(r->synced_clocks[k]->client_clocks, BOOTTIME);
+
+		if (b - a < 30ll * 1000000000ll && b - a > worst)
+			worst = b - a;
+	}
+	return worst;
 }
 
 /* client = host + offset, as trace_processor computes it (BOOTTIME). */
@@ -114,7 +136,7 @@ int main(int argc, char **argv)
 	int bad = 0, rounds = 0;
 
 	if (argc < 3 || safe_atou32(argv[2], &want) < 0) {
-		fprintf(stderr, "usage: tp-machines-check TRACE MACHINES [MARK_MACHINE_NAME]\n");
+		fprintf(stderr, "usage: tp-machines-check TRACE MACHINES [MARK_MACHINE_NAME [SAME_KERNEL_MACHINE_NAME]]\n");
 		return 2;
 	}
 	if (read_full_file_at(AT_FDCWD, argv[1], 1u << 30, &data, &len) < 0) {
@@ -168,23 +190,32 @@ int main(int argc, char **argv)
 		       m->id, m->id ? (m->name[0] ? m->name : "?") : "host", (unsigned long long)m->bundles,
 		       (unsigned long long)m->events, m->system_info ? "yes" : "no",
 		       synced ? "yes" : "no");
-		if (synced) {
-			/* the client's round trips, PING to UPDATE: the bound on the offset's error */
-			double worst = 0;
-
-			for (size_t k = 1; k < m->sync->n_synced_clocks; k++) {
-				int64_t a = clock_of(m->sync->synced_clocks[k - 1]->client_clocks, BOOTTIME);
-				int64_t b = clock_of(m->sync->synced_clocks[k]->client_clocks, BOOTTIME);
-
-				if (b - a < 30ll * 1000000000ll && (double)(b - a) / 1e6 > worst)
-					worst = (double)(b - a) / 1e6;
-			}
+		if (synced)
 			printf(" (offset %.3f ms, %zu snapshots, round trips up to %.3f ms)", (double)off / 1e6,
-			       m->sync->n_synced_clocks, worst);
-		}
+			       m->sync->n_synced_clocks, (double)longest_trip(m->sync) / 1e6);
 		printf("\n");
 		if (m->bundles == 0 || (m->id && (!m->system_info || !synced))) {
 			printf("  FAILED: every machine records, every remote one has its system info and clock sync\n");
+			bad = 1;
+		}
+	}
+	if (argc > 4) {
+		bool found = false;
+
+		for (size_t i = 0; i < n_machines; i++) {
+			int64_t off;
+
+			if (strcmp(machines[i].name, argv[4]) || offset_of(machines[i].sync, &off) < 0)
+				continue;
+			found = true;
+			if (off < -MIN_TOLERANCE_NS || off > MIN_TOLERANCE_NS) {
+				printf("FAILED: %s shares the host's clocks, but its offset is %.3f ms\n", argv[4],
+				       (double)off / 1e6);
+				bad = 1;
+			}
+		}
+		if (!found) {
+			printf("FAILED: no clock sync for %s\n", argv[4]);
 			bad = 1;
 		}
 	}
@@ -193,13 +224,19 @@ int main(int argc, char **argv)
 		bad = 1;
 	}
 	if (argc > 3) {
-		int64_t off;
+		int64_t off, slack;
 
 		if (!host || !marked || offset_of(marked->sync, &off) < 0) {
 			printf("FAILED: no host, no machine named %s, or no clock sync for it\n", argv[3]);
 			bad = 1;
 			goto out;
 		}
+		slack = longest_trip(marked->sync) / 2;
+		if (slack < MIN_TOLERANCE_NS)
+			slack = MIN_TOLERANCE_NS;
+		printf("markers of %s: each within its round trip, %.3f ms of slack (half the clock sync's "
+		       "longest trip, at least 1 ms)\n",
+		       argv[3], (double)slack / 1e6);
 		for (unsigned k = 0; k < MAX_MARKS; k++) {
 			int64_t conv;
 
@@ -210,8 +247,8 @@ int main(int argc, char **argv)
 			printf("mark %u: host sent %.3f ms before the guest's mark, received it back %.3f ms "
 			       "after\n",
 			       k, (double)(conv - host->send[k]) / 1e6, (double)(host->recv[k] - conv) / 1e6);
-			if (conv < host->send[k] - TOLERANCE_NS || conv > host->recv[k] + TOLERANCE_NS) {
-				printf("  FAILED: the guest's mark is not within 1 ms of the round trip\n");
+			if (conv < host->send[k] - slack || conv > host->recv[k] + slack) {
+				printf("  FAILED: the guest's mark is outside its round trip, beyond the slack\n");
 				bad = 1;
 			}
 		}

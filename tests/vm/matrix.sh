@@ -4,10 +4,12 @@
 # kernels (generic, cloud, rt) and its 6.12 LTS kernel under QEMU,
 # TP_VM_JOBS guests at a time:
 #
-#   tests/vm/matrix.sh BUILD_DIR [generic] [cloud] [rt] [6.12] [frozen]
+#   tests/vm/matrix.sh BUILD_DIR [generic] [cloud] [rt] [6.12] [frozen] [machines]
 #
 # `frozen` is tests/vm/frozen.sh: 6.12 with a persistent ring buffer,
 # rebooted twice, the previous boot's trace read back each time.
+# `machines` is tests/vm/machines.sh: this machine, a network namespace and
+# a 6.12 guest on serial ports, in one trace with their clocks converted.
 # BUILD_DIR must be built already and lie on the root filesystem (the guest
 # sees it through the read-only root share).  Each kernel's meson log goes
 # to BUILD_DIR/vm-results/KERNEL/.  Prints the time and the result of every
@@ -20,11 +22,11 @@
 # matrix takes about two guests' time instead of four.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [generic] [cloud] [rt] [6.12] [frozen]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [generic] [cloud] [rt] [6.12] [frozen] [machines]" >&2; exit 2; }
 build=$(cd "$1" && pwd) || exit 2
 shift
 kernels=("$@")
-[ ${#kernels[@]} -gt 0 ] || kernels=(generic cloud rt 6.12 frozen)
+[ ${#kernels[@]} -gt 0 ] || kernels=(generic cloud rt 6.12 frozen machines)
 
 jobs=${TP_VM_JOBS:-2}
 
@@ -36,6 +38,13 @@ run_kernel() {
 		rc=$?
 		echo "$rc $((SECONDS - start))" >"$res/status"
 		grep -a '^frozen' "$res/console.txt" | sed "s/^/$k: /"
+		return
+	fi
+	if [ "$k" = machines ]; then
+		"$here/machines.sh" "$build" >"$res/console.txt" 2>&1
+		rc=$?
+		echo "$rc $((SECONDS - start))" >"$res/status"
+		grep -aE '^(machine|mark|machines)' "$res/console.txt" | sed "s/^/$k: /"
 		return
 	fi
 	# The guest writes its meson log to the results share, whatever the outcome.
@@ -68,6 +77,19 @@ for k in "${kernels[@]}"; do
 	res=$build/vm-results/$k
 	read -r rc secs <"$res/status" 2>/dev/null || { rc=1; secs=?; }
 	line="$k ($(head -n 1 "$res/console.txt")): ${secs}s"
+	if [ "$k" = machines ]; then
+		line="machines: ${secs}s"
+		if [ "$rc" = 0 ]; then
+			summary+=("$line, three machines in one trace, clocks converted within the clock sync's bound")
+		else
+			failed=1
+			summary+=("$line, FAILED (status $rc; see $res/console.txt)")
+		fi
+		while IFS= read -r l; do
+			summary+=("      $l")
+		done < <(grep -aE '^machine |FAILED' "$res/console.txt" | tail -n 8 | cut -c1-400)
+		continue
+	fi
 	if [ "$k" = frozen ]; then
 		if [ "$rc" = 0 ]; then
 			summary+=("$line, the previous boot's trace read back through record and the daemon")
