@@ -12,9 +12,13 @@
  * connection alive longer (see ipc_conn.c).
  */
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/vm_sockets.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -573,4 +577,51 @@ void ipc_host_get_stats(const struct ipc_host *h, struct ipc_host_stats *ret)
 	ret->frames_dropped = h->frames_dropped_closed;
 	for (const struct ipc_conn *c = h->conns; c; c = c->next)
 		ret->frames_dropped += ipc_channel_get_dropped_frames(c->ch);
+}
+
+/* ---- machine ids of remote peers ---------------------------------------------- */
+
+static uint64_t fnv1a64(uint64_t h, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		h ^= (uint8_t)s[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+/* The peer's address without its port, as traced names a host it has no hint for. */
+static int peer_host(int fd, char *buf, size_t size)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -errno;
+	switch (ss.ss_family) {
+	case AF_INET:
+		return inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, buf, (socklen_t)size) ? 0 : -errno;
+	case AF_INET6:
+		return inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, buf, (socklen_t)size) ? 0
+														: -errno;
+	case AF_VSOCK:
+		(void)snprintf(buf, size, "vsock://%u", ((struct sockaddr_vm *)&ss)->svm_cid);
+		return 0;
+	default:
+		return -EAFNOSUPPORT;
+	}
+}
+
+uint32_t ipc_machine_id(const char *hint, const struct ipc_channel *ch)
+{
+	uint64_t h = 14695981039346656037ull;
+	char host[INET6_ADDRSTRLEN + 16];
+	uint32_t id;
+
+	if (hint && hint[0])
+		h = fnv1a64(h, hint, strlen(hint));
+	else if (peer_host(ipc_channel_get_fd(ch), host, sizeof(host)) == 0)
+		h = fnv1a64(h, host, strlen(host));
+	id = (uint32_t)h;
+	return id == 0 ? 1 : id;
 }
