@@ -54,6 +54,7 @@ struct sd_api {
 	__typeof__(sd_journal_add_match) *add_match;
 	__typeof__(sd_journal_add_disjunction) *add_disjunction;
 	__typeof__(sd_journal_add_conjunction) *add_conjunction;
+	__typeof__(sd_journal_seek_head) *seek_head;
 	__typeof__(sd_journal_seek_tail) *seek_tail;
 	__typeof__(sd_journal_previous) *previous;
 	__typeof__(sd_journal_next) *next;
@@ -109,6 +110,7 @@ static int api_load(char **ret_error)
 	SYM(add_match, sd_journal_add_match);
 	SYM(add_disjunction, sd_journal_add_disjunction);
 	SYM(add_conjunction, sd_journal_add_conjunction);
+	SYM(seek_head, sd_journal_seek_head);
 	SYM(seek_tail, sd_journal_seek_tail);
 	SYM(previous, sd_journal_previous);
 	SYM(next, sd_journal_next);
@@ -398,10 +400,17 @@ static int op_start(void *ds)
 	if (jd->started)
 		return -EALREADY;
 	jd->started = true;
-	/* from the tail on: the entries written while the session runs */
+	/*
+	 * From the tail on: the entries written while the session runs.  The
+	 * last matching entry is the place to read on from.  When none
+	 * matches, sd-journal (252) stays "at the tail", and a next() from
+	 * there returns at most the last of the entries that arrived since,
+	 * skipping the others; the head is then the same place, since
+	 * everything that matches from there on is new.
+	 */
 	r = jd->sd->seek_tail(jd->j);
-	if (r >= 0)
-		(void)jd->sd->previous(jd->j);
+	if (r >= 0 && jd->sd->previous(jd->j) == 0)
+		r = jd->sd->seek_head(jd->j);
 	if (r >= 0)
 		r = fd = jd->sd->get_fd(jd->j);
 	if (r >= 0)
