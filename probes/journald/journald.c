@@ -71,6 +71,7 @@ struct journald {
 	struct ds_host host;
 	struct loop *loop;
 	struct loop_source *io;
+	struct loop_source *more;       /* a batch stopped at the cap: the rest on the next turn */
 	sd_journal *j;
 	bool started;
 	uint64_t total, failed;
@@ -224,13 +225,17 @@ static void write_entry(struct journald *jd, uint64_t monotonic_us)
 		jd->total++;
 }
 
-/* Everything new since the last call, a batch at a time. */
-static void read_entries(struct journald *jd)
+/*
+ * What is new since the last call, up to a batch.  Returns: true when it
+ * stopped at the cap with more perhaps left (the caller reads on: a burst
+ * of entries is never left for a journal change that may not come).
+ */
+static bool read_entries(struct journald *jd)
 {
 	unsigned n = 0;
 
 	if (!jd->j)
-		return;
+		return false;
 	(void)jd->sd->process(jd->j);
 	while (n < JOURNALD_BATCH_MAX && jd->sd->next(jd->j) > 0) {
 		uint64_t us;
@@ -244,11 +249,31 @@ static void read_entries(struct journald *jd)
 	}
 	if (n && jd->host.commit_soon)
 		jd->host.commit_soon(jd->host.host);
+	return n == JOURNALD_BATCH_MAX;
+}
+
+static int on_more(struct loop_source *s, void *userdata)
+{
+	struct journald *jd = userdata;
+
+	if (read_entries(jd))
+		return loop_source_set_enabled(s, LOOP_ONESHOT);
+	return 0;
+}
+
+/* Read a batch; past the cap, the rest in later turns of the loop. */
+static void read_and_continue(struct journald *jd)
+{
+	if (!read_entries(jd))
+		return;
+	if (!jd->more && loop_add_defer(jd->loop, &jd->more, on_more, jd) < 0)
+		return;
+	(void)loop_source_set_enabled(jd->more, LOOP_ONESHOT);
 }
 
 static int on_readable(struct loop_source *s, int fd, uint32_t revents, void *userdata)
 {
-	read_entries(userdata);
+	read_and_continue(userdata);
 	return 0;
 }
 
@@ -288,7 +313,14 @@ static int add_matches(struct journald *jd, const Perfetto__Protos__SystemdJourn
 	/* as v58.2: a min_prio that is set, even 0, is the bound */
 	if (cfg && cfg->has_min_prio)
 		min_prio = MIN(cfg->min_prio, JOURNALD_PRIO_MAX);
-	for (uint32_t p = 0; r >= 0 && p <= min_prio; p++) {
+	/*
+	 * Every priority: no PRIORITY match at all, so that entries without
+	 * the field (the native protocol does not require it) pass too, which
+	 * v58.2's "PRIORITY=0 or ... or 7" loses.
+	 */
+	if (min_prio == JOURNALD_PRIO_MAX)
+		min_prio = UINT32_MAX;
+	for (uint32_t p = 0; r >= 0 && min_prio != UINT32_MAX && p <= min_prio; p++) {
 		char v[4];
 
 		snprintf(v, sizeof(v), "%u", p);
@@ -308,6 +340,7 @@ static void journald_free(struct journald *jd)
 	if (!jd)
 		return;
 	jd->io = loop_source_disable_unref(jd->io);
+	jd->more = loop_source_disable_unref(jd->more);
 	if (jd->j)
 		jd->sd->close(jd->j);
 	free(jd);
@@ -418,7 +451,7 @@ static int op_start(void *ds)
 	if (r < 0)
 		return r;
 	(void)loop_source_set_description(jd->io, "journald");
-	read_entries(jd);
+	read_and_continue(jd);
 	return 0;
 }
 
@@ -429,7 +462,9 @@ static int op_flush(void *ds)
 
 	if (!jd)
 		return -EINVAL;
-	read_entries(jd);
+	/* everything new first, however much: the counts below cover it */
+	while (read_entries(jd))
+		;
 	w = jd->sink.begin_packet(jd->sink.userdata);
 	if (w) {
 		pbw_varint(w, JOURNALD_PKT_TIMESTAMP, now_ns(CLOCK_BOOTTIME));

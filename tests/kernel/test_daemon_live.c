@@ -79,6 +79,11 @@ static void wait_read_events(uint64_t n, const char *what)
  */
 #define SESSION_BOUND_MS (3u * TP_WAIT_HANG_MS)
 
+/*
+ * trace_all_machines: over TCP the daemon says it is a machine of its own
+ * (SetPeerIdentity), and since v54 such a producer gets data sources only
+ * when the config asks; set everywhere, it changes nothing on UNIX sockets.
+ */
 static void write_config(const char *path, const char *events, unsigned duration_ms)
 {
 	FILE *f = fopen(path, "w");
@@ -87,7 +92,8 @@ static void write_config(const char *path, const char *events, unsigned duration
 	fprintf(f, "buffers { size_kb: 16384 fill_policy: DISCARD }\n"
 		   "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
 		   "  ftrace_config { %s instance_name: \"%s\" } } }\n"
-		   "duration_ms: %u\n",
+		   "duration_ms: %u\n"
+		   "trace_all_machines: true\n",
 		events, fx.instance, duration_ms);
 	fclose(f);
 }

@@ -508,7 +508,7 @@ static bool cgroup_up(char *why, size_t len)
 	}
 	snprintf(env.cgroup, sizeof(env.cgroup), "%s/%s", root, unit_name);
 	if (mkdir(env.cgroup, 0755) < 0 && errno != EEXIST) {
-		snprintf(why, len, "cannot make %s: %s", env.cgroup, strerror(errno));
+		snprintf(why, len, "cannot make %.180s: %s", env.cgroup, strerror(errno));
 		env.cgroup[0] = 0;
 		return false;
 	}
