@@ -543,7 +543,10 @@ START_TEST(test_subbuf_setting)
 	ck_assert_uint_eq(ftrace_host_subbuf_kb(), 0);
 	ftrace_host_set_subbuf_kb(128);
 	ck_assert_uint_eq(ftrace_host_subbuf_kb(), 128);
+	ftrace_host_set_subbuf_kb(FTRACE_SUBBUF_UNSET);
+	ck_assert_uint_eq(ftrace_host_subbuf_kb(), 16);
 	ck_assert_int_eq(unsetenv(FTRACE_SUBBUF_ENV), 0);
+	ck_assert_uint_eq(ftrace_host_subbuf_kb(), FTRACE_SUBBUF_DEFAULT_KB);
 }
 END_TEST
 

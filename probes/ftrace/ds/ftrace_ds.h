@@ -102,11 +102,14 @@ int ftrace_host_recover_report(const char *state_dir, char **ret_report);
 /* The daemon's setting, in KiB (0: leave the kernel's), unless a caller set one. */
 #define FTRACE_SUBBUF_ENV "TRACED_PROBES_FTRACE_SUBBUF_KB"
 
+/* For ftrace_host_set_subbuf_kb(): back to the environment and the default. */
+#define FTRACE_SUBBUF_UNSET UINT32_MAX
+
 /**
  * ftrace_host_set_subbuf_kb - the sub-buffer size, in KiB, this process's
  * sessions ask for from now on (0: leave the kernel's; rounded down to a
  * power of two when used), over $TRACED_PROBES_FTRACE_SUBBUF_KB and the
- * default.
+ * default; FTRACE_SUBBUF_UNSET undoes it.
  */
 void ftrace_host_set_subbuf_kb(uint32_t kb);
 

@@ -33,8 +33,8 @@ struct ftrace_host {
 	unsigned once;                  /* FTRACE_HOST_ONCE_* already said */
 };
 
-/* What ftrace_host_set_subbuf_kb() set; UINT32_MAX: nothing. */
-static uint32_t subbuf_kb_set = UINT32_MAX;
+/* What ftrace_host_set_subbuf_kb() set; FTRACE_SUBBUF_UNSET: nothing. */
+static uint32_t subbuf_kb_set = FTRACE_SUBBUF_UNSET;
 
 void ftrace_host_set_subbuf_kb(uint32_t kb)
 {
@@ -46,7 +46,7 @@ uint32_t ftrace_host_subbuf_kb(void)
 	const char *e;
 	uint32_t kb;
 
-	if (subbuf_kb_set != UINT32_MAX)
+	if (subbuf_kb_set != FTRACE_SUBBUF_UNSET)
 		return subbuf_kb_set;
 	e = secure_getenv(FTRACE_SUBBUF_ENV);
 	if (e && safe_atou32(e, &kb) >= 0)
