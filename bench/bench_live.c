@@ -490,7 +490,7 @@ static int run_floor(const char *self, unsigned subbuf_kb, struct live_result *r
 	return r;
 }
 
-/* "  ftrace: N events, ..." and the per-CPU "cpu events lost pages" rows. */
+/* "  ftrace: N events, ..." and the per-CPU "cpu events skipped read lost pages" rows. */
 static void parse_recorder_summary(const char *out, struct live_result *res)
 {
 	const char *p = strstr(out, "ftrace: ");
@@ -500,13 +500,14 @@ static void parse_recorder_summary(const char *out, struct live_result *res)
 		return;
 	for (const char *line = p; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		unsigned cpu;
-		unsigned long long ev, lost, lp;
+		unsigned long long ev, skipped, rd, lost;
 
 		if (strstr(line, "lost(kernel)")) {
 			in_table = true;
 			continue;
 		}
-		if (in_table && sscanf(line, " %u %llu %llu %llu", &cpu, &ev, &lost, &lp) == 4)
+		/* cpu, events, skipped, read(kernel), lost(kernel), pages-with-loss */
+		if (in_table && sscanf(line, " %u %llu %llu %llu %llu", &cpu, &ev, &skipped, &rd, &lost) == 5)
 			res->overruns += lost;
 		else if (in_table)
 			in_table = false;
