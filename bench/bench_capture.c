@@ -160,7 +160,17 @@ int bench_capture_record(const struct bench_capture_opts *o, struct bench_captur
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+	/* One read() returns one sub-buffer: the instance's size (Linux 6.8+), else the page. */
+	{
+		char v[32];
+		uint32_t sb_kb;
+
+		if (bench_file_read(o->instance_dir, "buffer_subbuf_size_kb", v, sizeof(v)) >= 0 &&
+		    safe_atou32(v, &sb_kb) >= 0 && sb_kb > 0 && sb_kb <= 1024)
+			c->page_size = sb_kb * 1024;
+		else
+			c->page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+	}
 	c->n_cpus = bench_ncpus(o->instance_dir);
 	if (c->n_cpus == 0)
 		return -ENODEV;

@@ -2,8 +2,9 @@
 /*
  * bench_live - the tracers side by side on a live workload.
  *
- *   bench_live [-t SECONDS] [-w PAIRS] [-r ROUNDS] [--recorder PATH] [--service PATH]
- *              [--only floor|compact|compact-mmap|plain|daemon|trace-cmd|sweep] [--no-trace-cmd] [--rows]
+ *   bench_live [-t SECONDS] [-w PAIRS] [-r ROUNDS] [--recorder PATH] [--service PATH] [--subbuf KIB]
+ *              [--only floor|floor-4k|compact|compact-4k|compact-mmap|plain|daemon|daemon-4k|trace-cmd|
+ *                      sweep|subbuf] [--no-trace-cmd] [--rows]
  *
  * The pipe ping-pong workload runs for SECONDS (default 5) alone, then under
  * each tracer in turn; each tracer is started first, the workload runs once
@@ -36,7 +37,14 @@
  * teardown left out).  With -r ROUNDS the tracers take turns ROUNDS times
  * and each row is that tracer's cheapest run.  --only sweep instead records with ever smaller
  * per-CPU buffers (2 MiB down to 32 KiB) to find where the first overrun
- * appears at the workload's rate, without and with drain_buffer_percent.
+ * appears at the workload's rate, without and with drain_buffer_percent,
+ * with traced-probes' sub-buffers and again with 4 KiB ones.
+ *
+ * Ring-buffer sub-buffers (Linux 6.8+): the floor, record (compact) and the
+ * daemon run at 4 KiB and at --subbuf KIB (default 64, traced-probes'
+ * default; passed through $TRACED_PROBES_FTRACE_SUBBUF_KB, and set on the
+ * instance before the tracer starts, as its buffer size is); --only subbuf
+ * runs the three at every size from 4 to 256 KiB instead.
  * Needs root; leaves tracefs as it found it.  Not a test: asserts nothing.
  */
 #include <errno.h>
@@ -68,6 +76,8 @@ static unsigned arg_pairs = 2;
 static const char *arg_recorder;
 static const char *arg_service;
 static const char *arg_only;
+/* The sub-buffer KiB traced-probes runs are told to use (their default: 64). */
+static unsigned arg_subbuf_kb = 64;
 static bool arg_trace_cmd = true;
 static bool arg_rows;
 
@@ -108,17 +118,30 @@ static unsigned commit_size_of(const char *dir)
 
 /* ---- the floor reader (this binary, re-executed) ------------------------ */
 
-static void floor_drain(const int *fds, unsigned n, uint8_t *page, unsigned commit_size,
+static void floor_drain(const int *fds, unsigned n, uint8_t *page, size_t page_size, unsigned commit_size,
 			struct bench_walk *w)
 {
 	for (unsigned cpu = 0; cpu < n; cpu++)
-		while (fds[cpu] >= 0 && read(fds[cpu], page, 4096) > 0)
-			bench_walk_page(page, 4096, commit_size, w);
+		while (fds[cpu] >= 0 && read(fds[cpu], page, page_size) > 0)
+			bench_walk_page(page, page_size, commit_size, w);
+}
+
+/* The instance's sub-buffer size in bytes: one read() returns one. */
+static size_t subbuf_bytes_of(const char *dir)
+{
+	char v[32];
+	uint32_t kb;
+
+	if (bench_file_read(dir, "buffer_subbuf_size_kb", v, sizeof(v)) < 0 || safe_atou32(v, &kb) < 0 ||
+	    kb == 0 || kb > 1024)
+		return 4096;
+	return (size_t)kb * 1024;
 }
 
 static int floor_reader_main(const char *dir)
 {
-	static uint8_t page[4096];
+	static uint8_t page[1u << 20];
+	size_t page_size = subbuf_bytes_of(dir);
 	unsigned n = bench_ncpus(dir), commit_size = commit_size_of(dir);
 	struct bench_walk w = {};
 	uint64_t next;
@@ -144,11 +167,11 @@ static int floor_reader_main(const char *dir)
 		if (next > now && poll(&pfd, 1, (int)((next - now) / 1000000u)) > 0 &&
 		    read(0, &c, 1) <= 0)
 			break;  /* EOF on stdin: stop */
-		floor_drain(fds, n, page, commit_size, &w);
+		floor_drain(fds, n, page, page_size, commit_size, &w);
 	}
-	floor_drain(fds, n, page, commit_size, &w);
-	printf("%llu %llu %llu\n", (unsigned long long)w.records, (unsigned long long)w.pages,
-	       (unsigned long long)w.sink);
+	floor_drain(fds, n, page, page_size, commit_size, &w);
+	printf("%llu %llu %llu %zu\n", (unsigned long long)w.records, (unsigned long long)w.pages,
+	       (unsigned long long)w.sink, page_size);
 	return 0;
 }
 
@@ -367,6 +390,30 @@ static int workload_then_stop(struct bench_child *ch, bool run, struct live_resu
 /* ---- scenarios ------------------------------------------------------------ */
 
 /*
+ * The sub-buffer size traced-probes takes for @want_kb on a buffer of
+ * @buffer_kb per CPU (ftrace_tracefs_subbuf_kb(): a power of two from 4
+ * KiB, at most a 32nd of the buffer); 0: the kernel's, left as it is (4).
+ */
+static unsigned subbuf_for(unsigned want_kb, unsigned buffer_kb)
+{
+	unsigned kb = 4;
+
+	while (want_kb && kb * 2 <= want_kb && kb * 2 <= 512 && kb * 2 <= buffer_kb / 32)
+		kb *= 2;
+	return kb;
+}
+
+/* What the traced-probes runs are told to use: $TRACED_PROBES_FTRACE_SUBBUF_KB. */
+static void set_subbuf_env(unsigned kb)
+{
+	char v[16];
+
+	(void)snprintf(v, sizeof(v), "%u", kb);
+	(void)setenv("TRACED_PROBES_FTRACE_SUBBUF_KB", v, 1);
+	arg_subbuf_kb = kb;
+}
+
+/*
  * The instance gets the buffer size the tracer will ask for (@kb, 0: the
  * default 8 MiB) before the tracer starts, as the floor's does: the
  * kernel allocating and freeing the ring buffer is not a cost per event,
@@ -376,16 +423,20 @@ static void presize(const char *dir, unsigned kb)
 {
 	char v[16];
 
+	/* The sub-buffers first: the kernel sizes the buffer in them. */
+	(void)snprintf(v, sizeof(v), "%u", subbuf_for(arg_subbuf_kb, kb ? kb : 8192u));
+	(void)bench_file_write(dir, "buffer_subbuf_size_kb", v, false);
 	(void)snprintf(v, sizeof(v), "%u", kb ? kb : 8192u);
 	(void)bench_file_write(dir, "buffer_size_kb", v, false);
 }
 
-static int run_floor(const char *self, struct live_result *res)
+static int run_floor(const char *self, unsigned subbuf_kb, struct live_result *res)
 {
 	char name[64], dir[PATH_MAX];
 	_cleanup_free_ char *out = NULL;
 	struct bench_child ch = { .in_fd = -EBADF, .out_fd = -EBADF };
 	unsigned long long records = 0, pages = 0, sink;
+	size_t page_size = 4096;
 	unsigned n_cpus;
 	char line[16];
 	int r, status = 0;
@@ -396,6 +447,17 @@ static int run_floor(const char *self, struct live_result *res)
 	if (r < 0)
 		return log_error_errno(r, "Cannot create instance %s: %m", name);
 	n_cpus = bench_ncpus(dir);
+	if (subbuf_kb != 4) {
+		char v[16];
+
+		(void)snprintf(v, sizeof(v), "%u", subbuf_kb);
+		/* Kernels before 6.8 have 4 KiB only: no such run. */
+		r = bench_file_write(dir, "buffer_subbuf_size_kb", v, false);
+		if (r < 0) {
+			(void)bench_instance_remove(name);
+			return r;
+		}
+	}
 	r = bench_file_write(dir, "buffer_size_kb", FLOOR_BUFFER_KB, false);
 	/* The clock traced-probes (and Perfetto) pick: the kernel's cost per
 	 * event depends on it. */
@@ -416,10 +478,10 @@ static int run_floor(const char *self, struct live_result *res)
 
 		(void)workload_then_stop(&ch, /* run= */ r >= 0, res, &out, &status, &st);
 	}
-	if (r >= 0 && out && sscanf(out, "%llu %llu %llu", &records, &pages, &sink) >= 2) {
+	if (r >= 0 && out && sscanf(out, "%llu %llu %llu %zu", &records, &pages, &sink, &page_size) >= 2) {
 		res->ok = true;
 		res->events = records;
-		res->out_bytes = pages * 4096u;
+		res->out_bytes = pages * page_size;
 		res->overruns = sum_stat(dir, n_cpus, "overrun");
 	}
 	(void)enable_sched(dir, "0");
@@ -428,7 +490,7 @@ static int run_floor(const char *self, struct live_result *res)
 	return r;
 }
 
-/* "  ftrace: N events, ..." and the per-CPU "cpu events lost pages" rows. */
+/* "  ftrace: N events, ..." and the per-CPU "cpu events skipped read lost pages" rows. */
 static void parse_recorder_summary(const char *out, struct live_result *res)
 {
 	const char *p = strstr(out, "ftrace: ");
@@ -438,13 +500,14 @@ static void parse_recorder_summary(const char *out, struct live_result *res)
 		return;
 	for (const char *line = p; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		unsigned cpu;
-		unsigned long long ev, lost, lp;
+		unsigned long long ev, skipped, rd, lost;
 
 		if (strstr(line, "lost(kernel)")) {
 			in_table = true;
 			continue;
 		}
-		if (in_table && sscanf(line, " %u %llu %llu %llu", &cpu, &ev, &lost, &lp) == 4)
+		/* cpu, events, skipped, read(kernel), lost(kernel), pages-with-loss */
+		if (in_table && sscanf(line, " %u %llu %llu %llu %llu", &cpu, &ev, &skipped, &rd, &lost) == 5)
 			res->overruns += lost;
 		else if (in_table)
 			in_table = false;
@@ -970,6 +1033,7 @@ static int parse_args(int argc, char **argv)
 		{ "recorder", required_argument, NULL, 'P' },
 		{ "service", required_argument, NULL, 'S' },
 		{ "only", required_argument, NULL, 'O' },
+		{ "subbuf", required_argument, NULL, 'B' },
 		{ "no-trace-cmd", no_argument, NULL, 'N' },
 		{ "rows", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1001,6 +1065,12 @@ static int parse_args(int argc, char **argv)
 		case 'O':
 			arg_only = optarg;
 			break;
+		case 'B':
+			if (safe_atou32(optarg, &arg_subbuf_kb) < 0 || arg_subbuf_kb < 4 || arg_subbuf_kb > 512 ||
+			    (arg_subbuf_kb & (arg_subbuf_kb - 1)))
+				return log_error_errno(-EINVAL, "Bad sub-buffer size (KiB, 4..512, a power of two): %s",
+						       optarg);
+			break;
 		case 'N':
 			arg_trace_cmd = false;
 			break;
@@ -1009,8 +1079,8 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: %s [-t SECONDS] [-w PAIRS] [-r ROUNDS] [--recorder PATH] [--service PATH]\n"
-			       "       [--only floor|compact|compact-mmap|plain|daemon|trace-cmd|sweep] [--no-trace-cmd]"
-			       " [--rows]\n", argv[0]);
+			       "       [--subbuf KIB] [--only floor|floor-4k|compact|compact-4k|compact-mmap|plain|daemon|\n"
+			       "       daemon-4k|trace-cmd|sweep|subbuf] [--no-trace-cmd] [--rows]\n", argv[0]);
 			return 0;
 		default:
 			return -EINVAL;
@@ -1090,9 +1160,63 @@ static bool want(const char *what)
 	return !arg_only || strcmp(arg_only, what) == 0;
 }
 
+/*
+ * --only subbuf: the floor, traced-probes record (compact) and the daemon
+ * at each sub-buffer size, taking turns, each keeping its cheapest run:
+ * whole-run and steady-state CPU per event.  The tracers' 8 MiB buffers
+ * take sub-buffers up to 256 KiB (a 32nd of the buffer).
+ */
+static void run_subbuf_sweep(const char *self, FILE *out)
+{
+	static const unsigned sizes_kb[] = { 4, 8, 16, 32, 64, 128, 256 };
+	struct live_result fl[ARRAY_SIZE(sizes_kb)] = {}, rec[ARRAY_SIZE(sizes_kb)] = {},
+			   dm[ARRAY_SIZE(sizes_kb)] = {};
+	bool daemon = arg_service && access(arg_service, X_OK) == 0;
+
+	for (unsigned round = 0; round < arg_rounds && !arg_stop; round++)
+		for (size_t i = 0; i < ARRAY_SIZE(sizes_kb) && !arg_stop; i++) {
+			struct live_result tmp;
+
+			if (run_floor(self, sizes_kb[i], &tmp) < 0) {
+				if (round == 0)
+					bench_note(out, "sub-buffers of %u KiB: the kernel refused them", sizes_kb[i]);
+				continue;
+			}
+			keep_best(&fl[i], &tmp, false);
+			set_subbuf_env(sizes_kb[i]);
+			(void)run_recorder(true, &tmp, out);
+			keep_best(&rec[i], &tmp, true);
+			if (daemon) {
+				(void)run_daemon(arg_service, &tmp, out);
+				keep_best(&dm[i], &tmp, false);
+			}
+		}
+	for (size_t i = 0; i < ARRAY_SIZE(sizes_kb); i++) {
+		const struct live_result *rs[] = { &fl[i], &rec[i], &dm[i] };
+		const char *names[] = { "floor", "record compact (producer thread)", "daemon" };
+		char line[600];
+		int k = snprintf(line, sizeof(line), "sub-buffers %u KiB:", sizes_kb[i]);
+
+		for (size_t j = 0; j < ARRAY_SIZE(rs) && k > 0 && (size_t)k < sizeof(line); j++) {
+			if (!rs[j]->ok)
+				continue;
+			k += snprintf(line + k, sizeof(line) - (size_t)k, " %s %.1f ns/event (steady %.1f), %" PRIu64
+				      " overruns;", names[j], ns_per_event(rs[j], j == 1),
+				      rs[j]->steady_events ? (double)rs[j]->steady_ns / (double)rs[j]->steady_events
+							   : -1.0, rs[j]->overruns);
+		}
+		if (k > 0 && (size_t)k < sizeof(line) && line[k - 1] == ';')
+			line[k - 1] = 0;
+		if (fl[i].ok)
+			bench_note(out, "%s", line);
+	}
+}
+
 int main(int argc, char **argv)
 {
-	struct live_result floor_res = {}, comp = {}, comp_map = {}, plain = {}, tc = {}, dmn = {};
+	struct live_result floor_res = {}, floor_sb = {}, comp = {}, comp4 = {}, comp_map = {}, plain = {}, tc = {},
+			   dmn = {}, dmn4 = {};
+	unsigned chosen;
 	_cleanup_free_ char *recorder = NULL, *service = NULL, *notes_buf = NULL;
 	char self[PATH_MAX];
 	double base1 = 0, base2 = 0, base, floor_ns;
@@ -1106,6 +1230,7 @@ int main(int argc, char **argv)
 	r = parse_args(argc, argv);
 	if (r <= 0)
 		return r < 0 ? 2 : 0;
+	chosen = arg_subbuf_kb;
 	r = bench_tracefs_ready();
 	if (r < 0) {
 		fprintf(stderr, "bench_live: needs root and tracefs at %s (%s); skipped\n",
@@ -1139,7 +1264,19 @@ int main(int argc, char **argv)
 		return log_error_errno(-ENOMEM, "Out of memory"), 1;
 
 	/* Not part of the default run: it records a dozen times. */
+	if (arg_only && strcmp(arg_only, "subbuf") == 0) {
+		run_subbuf_sweep(self, notes);
+		fclose(notes);
+		if (notes_buf)
+			fputs(notes_buf, stdout);
+		return arg_stop ? 1 : 0;
+	}
 	if (arg_only && strcmp(arg_only, "sweep") == 0) {
+		set_subbuf_env(chosen);
+		run_sweep(notes);
+		/* Where the first loss appears with 4 KiB sub-buffers, beside it. */
+		set_subbuf_env(4);
+		bench_note(notes, "the same sweep with 4 KiB sub-buffers:");
 		run_sweep(notes);
 		fclose(notes);
 		if (notes_buf)
@@ -1154,13 +1291,24 @@ int main(int argc, char **argv)
 	for (unsigned round = 0; round < arg_rounds && !arg_stop; round++) {
 		struct live_result tmp;
 
-		if (!arg_stop && want("floor")) {
-			(void)run_floor(self, &tmp);
+		if (!arg_stop && (want("floor") || want("floor-4k"))) {
+			(void)run_floor(self, 4, &tmp);
 			keep_best(&floor_res, &tmp, false);
 		}
+		if (!arg_stop && want("floor") && chosen != 4) {
+			(void)run_floor(self, chosen, &tmp);
+			keep_best(&floor_sb, &tmp, false);
+		}
+		set_subbuf_env(chosen);
 		if (!arg_stop && want("compact")) {
 			(void)run_recorder(true, &tmp, notes);
 			keep_best(&comp, &tmp, true);
+		}
+		if (!arg_stop && (want("compact") || want("compact-4k")) && chosen != 4) {
+			set_subbuf_env(4);
+			(void)run_recorder(true, &tmp, notes);
+			set_subbuf_env(chosen);
+			keep_best(&comp4, &tmp, true);
 		}
 		if (!arg_stop && want("compact-mmap")) {
 			/* The same producer reading through the ring buffers' mapping. */
@@ -1177,6 +1325,12 @@ int main(int argc, char **argv)
 			if (arg_service && access(arg_service, X_OK) == 0) {
 				(void)run_daemon(arg_service, &tmp, notes);
 				keep_best(&dmn, &tmp, false);
+				if (!arg_stop && chosen != 4) {
+					set_subbuf_env(4);
+					(void)run_daemon(arg_service, &tmp, notes);
+					set_subbuf_env(chosen);
+					keep_best(&dmn4, &tmp, false);
+				}
 			} else if (round == 0) {
 				bench_note(notes, "traced-probes daemon: no service at %s (--service PATH)",
 					   arg_service ? arg_service : "?");
@@ -1204,11 +1358,23 @@ int main(int argc, char **argv)
 		bench_table_header(stdout);
 	/* 0, not < 0, when there is no floor: the other rows are not floors. */
 	floor_ns = floor_res.ok ? ns_per_event(&floor_res, false) : 0;
-	print_live_row("floor (read+walk every 100 ms), live", &floor_res, base, false, -1);
-	print_live_row("traced-probes producer, compact, live", &comp, base, true, floor_ns);
-	print_live_row("traced-probes producer, compact, mmap, live", &comp_map, base, true, floor_ns);
-	print_live_row("traced-probes producer, plain, live", &plain, base, true, floor_ns);
-	print_live_row("traced-probes daemon, compact, live", &dmn, base, false, floor_ns);
+	{
+		char l1[96], l2[96], l3[96], l4[96], l5[96];
+
+		(void)snprintf(l1, sizeof(l1), "floor (read+walk every 100 ms), %u KiB sub-buffers, live", chosen);
+		(void)snprintf(l2, sizeof(l2), "traced-probes producer, compact, %u KiB sub-buffers, live", chosen);
+		(void)snprintf(l3, sizeof(l3), "traced-probes producer, compact, mmap, %u KiB, live", chosen);
+		(void)snprintf(l4, sizeof(l4), "traced-probes producer, plain, %u KiB, live", chosen);
+		(void)snprintf(l5, sizeof(l5), "traced-probes daemon, compact, %u KiB sub-buffers, live", chosen);
+		print_live_row("floor (read+walk every 100 ms), 4 KiB pages, live", &floor_res, base, false, -1);
+		print_live_row(l1, &floor_sb, base, false, floor_ns);
+		print_live_row("traced-probes producer, compact, 4 KiB pages, live", &comp4, base, true, floor_ns);
+		print_live_row(l2, &comp, base, true, floor_ns);
+		print_live_row(l3, &comp_map, base, true, floor_ns);
+		print_live_row(l4, &plain, base, true, floor_ns);
+		print_live_row("traced-probes daemon, compact, 4 KiB pages, live", &dmn4, base, false, floor_ns);
+		print_live_row(l5, &dmn, base, false, floor_ns);
+	}
 	print_live_row("trace-cmd record, live", &tc, base, false, floor_ns);
 	fclose(notes);
 	if (notes_buf)
@@ -1247,13 +1413,14 @@ int main(int argc, char **argv)
 			   dmn.rss_file_kb / 1024.0, dmn.map_kb / 1024.0, dmn.rss_shmem_kb / 1024.0,
 			   dmn.window_ns ? (double)dmn.commits * 1e9 / (double)dmn.window_ns : 0.0);
 	{
-		const struct live_result *rs[] = { &floor_res, &comp, &comp_map, &plain, &dmn };
-		const char *names[] = { "floor", "record compact", "record compact mmap", "record plain",
-					"daemon" };
+		const struct live_result *rs[] = { &floor_res, &floor_sb, &comp4, &comp, &comp_map, &plain, &dmn4,
+						   &dmn };
+		const char *names[] = { "floor 4k", "floor sub-buffers", "record compact 4k", "record compact",
+					"record compact mmap", "record plain", "daemon 4k", "daemon" };
 		double fl = floor_res.steady_events ? (double)floor_res.steady_ns / floor_res.steady_events : 0;
-		char line[768];
+		char line[1200];
 		int k = snprintf(line, sizeof(line), "steady state (main thread's CPU during the workload"
-				 " over the events read in it; setup and teardown left out):");
+				 " over the events read in it; setup and teardown left out; x: of the 4 KiB floor):");
 
 		for (size_t i = 0; i < ARRAY_SIZE(rs) && k > 0 && (size_t)k < sizeof(line); i++) {
 			double v;

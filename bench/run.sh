@@ -8,15 +8,20 @@
 # (meson option bench=true, the default); bench/bench_smb adds the row of
 # the SMB writer alone when it is there; the daemon row also needs
 # tests/tp-test-service (meson option tests=true) and is left out without
-# it.  Needs root and tracefs; takes about four minutes (the live tracers record
+# it.  Needs root and tracefs; takes about eight minutes (the live tracers record
 # 10 s each, the length of a default recording, and take turns twice; each row
-# keeps its cheapest run).  Extra knobs, through
-# the environment:
+# keeps its cheapest run).  The floor, record and the daemon run with 4 KiB
+# ring-buffer pages and with traced-probes' sub-buffer size (64 KiB, Linux 6.8+;
+# BENCH_SUBBUF=KIB for another), and a sweep records at sub-buffers of 4 KiB to
+# 256 KiB.  Extra knobs, through the environment:
 #   BENCH_DRAIN_ARGS  passed to bench_drain (e.g. "-d 3 -r 20")
 #   BENCH_LIVE_ARGS   passed to bench_live  (e.g. "-t 10 --no-trace-cmd",
 #                     "--only daemon", "-r 1")
 #   BENCH_NO_SWEEP    set: skip the buffer-size sweep (where the first
-#                     overrun appears; about 30 s more)
+#                     overrun appears, with traced-probes' sub-buffers and
+#                     with 4 KiB ones) and the sub-buffer sweep (about
+#                     three minutes together)
+#   BENCH_SUBBUF      the sub-buffer KiB of the traced-probes rows (default 64)
 set -eu
 
 build=${1:-build}
@@ -54,10 +59,13 @@ fi
 if [ -x "$smbw" ]; then
 	"$smbw" --rows >"$tmp/smb" 2>>"$tmp/drain.err" || status=$?
 fi
+subbuf=${BENCH_SUBBUF:-64}
 # shellcheck disable=SC2086
-"$live" --rows --rounds 2 -t 10 --recorder "$recorder" ${BENCH_LIVE_ARGS:-} >"$tmp/live" 2>"$tmp/live.err" || status=$?
+"$live" --rows --rounds 2 -t 10 --subbuf "$subbuf" --recorder "$recorder" ${BENCH_LIVE_ARGS:-} >"$tmp/live" 2>"$tmp/live.err" || status=$?
+: >"$tmp/subbuf"
 if [ -z "${BENCH_NO_SWEEP:-}" ]; then
-	"$live" -t 3 --only sweep --recorder "$recorder" >"$tmp/sweep" 2>>"$tmp/live.err" || status=$?
+	"$live" -t 3 --only sweep --subbuf "$subbuf" --recorder "$recorder" >"$tmp/sweep" 2>>"$tmp/live.err" || status=$?
+	"$live" -t 3 -r 2 --only subbuf --recorder "$recorder" >"$tmp/subbuf" 2>>"$tmp/live.err" || status=$?
 fi
 
 echo "| what | ns/event (CPU) | events/s | bytes/event | overruns | peak RSS | workload slowdown |"
@@ -66,6 +74,7 @@ grep -h '^|' "$tmp/drain" "$tmp/smb" "$tmp/live" || true
 echo
 grep -h '^- ' "$tmp/drain" "$tmp/smb" "$tmp/live" || true
 [ -f "$tmp/sweep" ] && grep -h '^- ' "$tmp/sweep"
+grep -h '^- ' "$tmp/subbuf" || true
 # symbolize_ksyms: loading /proc/kallsyms (budget: 150 ms, 2 MiB)
 if [ -x "$build/bench/bench_ksyms" ]; then
 	echo

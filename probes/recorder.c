@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "probes/ds/ds.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
 #include "probes/producer.h"
 #include "probes/recorder.h"
 #include "service/service.h"
@@ -530,6 +531,9 @@ int recorder_run(const struct recorder_options *o)
 			protobuf_c_message_free_unpacked(&rec.cfg->base, NULL);
 		return r;
 	}
+	/* FtraceConfig has no field for it: the sessions of this process take it. */
+	if (o->subbuf_given)
+		ftrace_host_set_subbuf_kb(o->subbuf_kb);
 	rec.duration_ms = rec.cfg->has_duration_ms ? rec.cfg->duration_ms : 0;
 	rec.cfg->duration_ms = 0;
 	rec.cfg->has_duration_ms = false;

@@ -44,6 +44,9 @@ struct recorder_options {
 	uint32_t service_buffer_kb;     /* the service's buffer for ftrace data */
 	uint32_t drain_period_ms;       /* 0 = default */
 	uint32_t drain_buffer_percent;  /* drain at once at this fill level; 0 = off */
+	/* --subbuf-size: ring-buffer sub-buffer KiB (0: the kernel's), when given */
+	uint32_t subbuf_kb;
+	bool subbuf_given;
 	/* -e and GROUP/NAME words: FtraceConfig.ftrace_events */
 	const char *events[RECORDER_MAX_EVENTS];
 	size_t n_events;

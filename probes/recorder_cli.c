@@ -272,6 +272,9 @@ static void usage(FILE *f)
 		"      --drain-buffer-percent N\n"
 		"                           read a CPU's buffer at once when it is N %% full\n"
 		"                           (default 50; 0: only every drain period)\n"
+		"      --subbuf-size SIZE   ring-buffer sub-buffer size, a power of two from 4k\n"
+		"                           to 512k (Linux 6.8+; default 64k, no more than a\n"
+		"                           32nd of -b; 0: leave the kernel's)\n"
 		"  -i, --instance NAME      record from the tracefs instance NAME (must exist)\n"
 		"      --previous-boot[=NAME]\n"
 		"                           save the previous boot's trace instead: the\n"
@@ -290,7 +293,7 @@ int recorder_parse_args(int argc, char **argv, struct recorder_options *o)
 {
 	enum {
 		OPT_COMPACT = 256, OPT_NO_COMPACT, OPT_PROCESS, OPT_NO_PROCESS, OPT_WAKE, OPT_SYS_STATS,
-		OPT_SYS_PERIOD, OPT_NO_SYSINFO, OPT_NO_KSYMS, OPT_PREVIOUS_BOOT,
+		OPT_SYS_PERIOD, OPT_NO_SYSINFO, OPT_NO_KSYMS, OPT_PREVIOUS_BOOT, OPT_SUBBUF,
 	};
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
@@ -299,6 +302,7 @@ int recorder_parse_args(int argc, char **argv, struct recorder_options *o)
 		{ "event", required_argument, NULL, 'e' },
 		{ "drain-period", required_argument, NULL, 'p' },
 		{ "drain-buffer-percent", required_argument, NULL, OPT_WAKE },
+		{ "subbuf-size", required_argument, NULL, OPT_SUBBUF },
 		{ "instance", required_argument, NULL, 'i' },
 		{ "previous-boot", optional_argument, NULL, OPT_PREVIOUS_BOOT },
 		{ "config", required_argument, NULL, 'c' },
@@ -370,6 +374,17 @@ int recorder_parse_args(int argc, char **argv, struct recorder_options *o)
 				log_error("Invalid value '%s' for --drain-buffer-percent (0..100)", optarg);
 				return -EINVAL;
 			}
+			break;
+		case OPT_SUBBUF:
+			if (strcmp(optarg, "0") == 0) {
+				o->subbuf_kb = 0;
+			} else if (recorder_parse_size_kb(optarg, &o->subbuf_kb) < 0 || o->subbuf_kb < 4 ||
+				   o->subbuf_kb > 512 || (o->subbuf_kb & (o->subbuf_kb - 1))) {
+				log_error("Invalid sub-buffer size '%s' for --subbuf-size (4k, 8k, ... 512k; "
+					  "0: the kernel's)", optarg);
+				return -EINVAL;
+			}
+			o->subbuf_given = true;
 			break;
 		case OPT_PREVIOUS_BOOT:
 			o->previous_boot = optarg ? optarg : "boot_mapped";

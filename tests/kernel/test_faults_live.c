@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "probes/ftrace/ds/ftrace_ds.h"
 #include "probes/recorder.h"
 #include "tests/lib/tp_kernel.h"
 #include "tests/lib/tp_trace.h"
@@ -78,17 +79,17 @@ static void wait_read_events(uint64_t n, const char *what)
 	tp_assert_wait(&watch, tp_read_events_reached, &g, what);
 }
 
-static void write_config(const char *path, unsigned duration_ms)
+static void write_config(const char *path, unsigned duration_ms, unsigned buffer_kb)
 {
 	FILE *f = fopen(path, "w");
 
 	ck_assert_ptr_nonnull(f);
 	fprintf(f, "buffers { size_kb: 4096 fill_policy: DISCARD }\n"
 		   "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
-		   "  ftrace_config { ftrace_events: \"sched/sched_switch\" buffer_size_kb: 64 "
+		   "  ftrace_config { ftrace_events: \"sched/sched_switch\" buffer_size_kb: %u "
 		   "instance_name: \"%s\" } } }\n"
 		   "duration_ms: %u\n",
-		fx.instance, duration_ms);
+		buffer_kb, fx.instance, duration_ms);
 	fclose(f);
 }
 
@@ -126,6 +127,20 @@ static bool daemon_maps_buffer(void *unused)
 }
 
 /* A marker written on CPU 0 comes back through read() of cpu0's trace_pipe_raw. */
+/* The instance's buffer_subbuf_size_kb, -1 on a kernel without it. */
+static int subbuf_kb(void)
+{
+	_cleanup_free_ char *v = NULL;
+	char path[700];
+	int32_t kb;
+
+	snprintf(path, sizeof(path), "%s/buffer_subbuf_size_kb", fx.path);
+	if (read_full_file_at(AT_FDCWD, path, 64, &v, NULL) < 0)
+		return -1;
+	v[strcspn(v, "\n")] = 0;
+	return safe_atoi32(v, &kb) < 0 ? -1 : kb;
+}
+
 static bool buffer_readable_by_read(void)
 {
 	char path[700];
@@ -196,7 +211,7 @@ START_TEST(test_service_restarted_100_times)
 
 	snprintf(cfg, sizeof(cfg), "%s/long.pbtxt", tmpdir);
 	snprintf(out, sizeof(out), "%s/killed.pftrace", tmpdir);
-	write_config(cfg, 600000);
+	write_config(cfg, 600000, 64);
 	daemon = spawn_daemon(-1, NULL);
 	for (int i = 0; i < RESTARTS; i++) {
 		pid_t svc = spawn_service(cfg, out);
@@ -249,7 +264,8 @@ START_TEST(test_daemon_sigkill_recovered)
 	snprintf(cfg, sizeof(cfg), "%s/sigkill.pbtxt", tmpdir);
 	snprintf(out, sizeof(out), "%s/sigkill.pftrace", tmpdir);
 	snprintf(log_path, sizeof(log_path), "%s/recover.log", tmpdir);
-	write_config(cfg, 600000);
+	/* 2 MiB: large enough for the default sub-buffers (a 32nd of it) */
+	write_config(cfg, 600000, 2048);
 	svc = spawn_service(cfg, out);
 	/* The daemon reads through the ring buffer's mapping where the kernel
 	 * has one (asked for: it is off by default). */
@@ -261,6 +277,9 @@ START_TEST(test_daemon_sigkill_recovered)
 	g_daemon = daemon;
 	if (kernel_maps_ring_buffers())
 		tp_assert_wait(&watch, daemon_maps_buffer, NULL, "no trace_pipe_raw mapping");
+	/* Its sub-buffers (Linux 6.8+) are the default size; put back below. */
+	if (subbuf_kb() >= 0)
+		ck_assert_int_eq(subbuf_kb(), FTRACE_SUBBUF_DEFAULT_KB);
 	/* no chance to clean up: tracefs stays changed */
 	tp_watch_drop(&watch, daemon);
 	ck_assert_int_eq(kill(daemon, SIGKILL), 0);

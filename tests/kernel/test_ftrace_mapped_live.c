@@ -10,7 +10,9 @@
  *   - buffer_percent wake-ups through poll() on the mapped fd;
  *   - a reader SIGKILLed while it maps the buffer: the kernel unmaps it, the
  *     buffer can be resized and read() again;
- *   - read() without TRACED_PROBES_FTRACE_MMAP=1 (the default) or with =0.
+ *   - read() without TRACED_PROBES_FTRACE_MMAP=1 (the default) or with =0;
+ *   - the writer's page, the racing writer and the overrun again with
+ *     sub-buffers of 64 KiB (Linux 6.8+), mapped and through read().
  * On kernels without mapped ring buffers (before 6.10) the same tests check
  * that the read() path is taken.  Needs root and tracefs (77 otherwise).
  */
@@ -40,6 +42,8 @@
 #define INST_DIR ROOT "/instances/" INSTANCE
 
 static pid_t owner;
+/* Set by set_subbuf(): the page size every reader of the test must take. */
+static size_t want_page_size;
 
 static void instance_remove(void)
 {
@@ -126,6 +130,8 @@ static void reader_open(struct reader *rd)
 	memset(rd, 0, sizeof(*rd));
 	ck_assert_int_eq(ftrace_tracefs_open(ROOT, INSTANCE, NULL, &rd->t, &err), 0);
 	ck_assert_int_eq(ftrace_tracefs_page_size(rd->t, &rd->page_size), 0);
+	if (want_page_size)
+		ck_assert_uint_eq(rd->page_size, want_page_size);
 	ck_assert_int_eq(ftrace_format_table_new(INST_DIR, &tab), 0);
 	rd->commit_size = ftrace_format_table_commit_size(tab);
 	ftrace_format_table_free(tab);
@@ -246,7 +252,27 @@ static void teardown(void)
 	instance_remove();
 }
 
-START_TEST(test_writer_page_as_read_returns_it)
+/*
+ * Sub-buffers of @kb for the test's instance (Linux 6.8+), which every
+ * reader then takes (ftrace_tracefs_page_size()); false where the kernel
+ * has none, and the test has nothing to check.
+ */
+
+
+static bool set_subbuf(unsigned kb)
+{
+	char v[16];
+
+	(void)snprintf(v, sizeof(v), "%u", kb);
+	if (try_write_file("buffer_subbuf_size_kb", v) < 0) {
+		fprintf(stderr, "no buffer_subbuf_size_kb on this kernel: nothing to check\n");
+		return false;
+	}
+	want_page_size = (size_t)kb * 1024;
+	return true;
+}
+
+static void writer_page_as_read_returns_it(void)
 {
 	struct reader rd;
 	enum ftrace_cpu_read_status st;
@@ -293,6 +319,19 @@ START_TEST(test_writer_page_as_read_returns_it)
 	free(kpage);
 	close(mk);
 	reader_close(&rd);
+}
+
+START_TEST(test_writer_page_as_read_returns_it)
+{
+	writer_page_as_read_returns_it();
+}
+END_TEST
+
+/* The same with sub-buffers of 64 KiB: the writer's page is 16 system pages long. */
+START_TEST(test_writer_page_64k)
+{
+	if (set_subbuf(64))
+		writer_page_as_read_returns_it();
 }
 END_TEST
 
@@ -401,7 +440,23 @@ START_TEST(test_racing_writer_read_path)
 }
 END_TEST
 
-START_TEST(test_overrun_counted)
+/* A racing writer through 64 KiB sub-buffers, mapped (6.10+) and read(). */
+START_TEST(test_racing_writer_64k)
+{
+	if (set_subbuf(64))
+		racing_writer();
+}
+END_TEST
+
+START_TEST(test_racing_writer_read_path_64k)
+{
+	setenv("TRACED_PROBES_FTRACE_MMAP", "0", 1);
+	if (set_subbuf(64))
+		racing_writer();
+}
+END_TEST
+
+static void overrun_counted(void)
 {
 	const unsigned n = 20000;
 	struct ftrace_cpu_map_counters mc;
@@ -433,6 +488,27 @@ START_TEST(test_overrun_counted)
 		ck_assert_uint_eq(mc.read, ta.markers);
 	}
 	reader_close(&rd);
+}
+
+START_TEST(test_overrun_counted)
+{
+	overrun_counted();
+}
+END_TEST
+
+/* Two sub-buffers of 64 KiB (the least the kernel keeps), overrun many times over. */
+START_TEST(test_overrun_counted_64k)
+{
+	if (set_subbuf(64))
+		overrun_counted();
+}
+END_TEST
+
+START_TEST(test_overrun_counted_64k_read_path)
+{
+	setenv("TRACED_PROBES_FTRACE_MMAP", "0", 1);
+	if (set_subbuf(64))
+		overrun_counted();
 }
 END_TEST
 
@@ -560,6 +636,11 @@ int main(void)
 	tcase_add_test(tc, test_racing_writer_every_marker_once);
 	tcase_add_test(tc, test_racing_writer_read_path);
 	tcase_add_test(tc, test_overrun_counted);
+	tcase_add_test(tc, test_writer_page_64k);
+	tcase_add_test(tc, test_racing_writer_64k);
+	tcase_add_test(tc, test_racing_writer_read_path_64k);
+	tcase_add_test(tc, test_overrun_counted_64k);
+	tcase_add_test(tc, test_overrun_counted_64k_read_path);
 	tcase_add_test(tc, test_buffer_percent_wakes_poll);
 	tcase_add_test(tc, test_killed_reader_unmapped);
 	tcase_add_test(tc, test_mmap_off_reads);

@@ -16,6 +16,8 @@
 
 #include <check.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,6 +41,7 @@ static char *g_snap_top;
 
 static const char *const snap_files[] = {
 	"tracing_on", "set_event", "buffer_size_kb", "trace_clock", "buffer_percent", "current_tracer",
+	"buffer_subbuf_size_kb",
 };
 
 static char *read_text(const char *dir, const char *file)
@@ -628,6 +631,204 @@ START_TEST(test_recover_replays_leftover)
 }
 END_TEST
 
+/* ---- sub-buffer size ---------------------------------------------------------- */
+
+static bool has_subbuf(void)
+{
+	char p[600];
+
+	(void)snprintf(p, sizeof(p), "%s/buffer_subbuf_size_kb", g_inst_dir);
+	return file_exists(p);
+}
+
+/*
+ * How many events CPU 0's buffer holds: 200,000 trace_marker writes of one
+ * size from CPU 0 overfill it, and the kernel's entries count is what
+ * stayed.  It depends on the number of pages, which buffer_size_kb does
+ * not always show: after a sub-buffer change and back, the kernel keeps the
+ * bytes, not the page count, and buffer_size_kb reads as before.
+ */
+static uint64_t cpu0_capacity(void)
+{
+	cpu_set_t old, one;
+	char p[600], *stats, *on = read_text(g_inst_dir, "tracing_on");
+	uint64_t entries = 0;
+	int fd;
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(old), &old), 0);
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	(void)snprintf(p, sizeof(p), "%s/trace", g_inst_dir);
+	fd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(write_text(g_inst_dir, "tracing_on", "1"), 0);
+	(void)snprintf(p, sizeof(p), "%s/trace_marker", g_inst_dir);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 200000; i++)
+		ck_assert_int_eq(write(fd, "0123456789abcdef0123456789abcdef", 32), 32);
+	close(fd);
+	ck_assert_int_eq(write_text(g_inst_dir, "tracing_on", "0"), 0);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(old), &old), 0);
+	on[strcspn(on, "\n")] = 0;
+	ck_assert_int_eq(write_text(g_inst_dir, "tracing_on", on), 0);
+	free(on);
+	stats = read_text(g_inst_dir, "per_cpu/cpu0/stats");
+	ck_assert_int_eq(sscanf(stats, "entries: %" SCNu64, &entries), 1);
+	free(stats);
+	(void)snprintf(p, sizeof(p), "%s/trace", g_inst_dir);
+	fd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_uint_gt(entries, 1000);
+	return entries;
+}
+
+/* The buffer's sub-buffer size now, in KiB. */
+static uint32_t subbuf_now(void)
+{
+	char *v = read_text(g_inst_dir, "buffer_subbuf_size_kb");
+	uint32_t kb = (uint32_t)atoi(v);
+
+	free(v);
+	return kb;
+}
+
+/*
+ * The first session sets the sub-buffer size, a second one on the same
+ * directory leaves it, and the last one to leave puts back the size and
+ * the page count exactly, whether the buffer was resized too or kept its
+ * size (then buffer_size_kb reads the same before and after, and only its
+ * undo entry sets the pages right again).
+ */
+static void subbuf_round_trip(uint32_t buffer_kb)
+{
+	struct ftrace_tracefs_params p = { .buffer_size_kb = buffer_kb, .subbuf_kb = 64 };
+	struct ftrace_tracefs_params p2 = { .buffer_size_kb = buffer_kb, .subbuf_kb = 16 };
+	struct ftrace_tracefs *t = open_inst(g_state_dir);
+	char *state = state_file_path(), *v, *err = NULL;
+	uint64_t before = cpu0_capacity(), after;
+	size_t ps = 0;
+
+	ck_assert_uint_eq(subbuf_now(), 4);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	ck_assert_int_eq(ftrace_tracefs_subbuf_outcome(t), FTRACE_SUBBUF_SET);
+	ck_assert_uint_eq(subbuf_now(), 64);
+	ck_assert_int_eq(ftrace_tracefs_page_size(t, &ps), 0);
+	ck_assert_uint_eq(ps, 65536);
+	v = read_text(g_state_dir, strrchr(state, '/') + 1);
+	ck_assert_ptr_nonnull(strstr(v, "w buffer_subbuf_size_kb 4\n"));
+	/* Put back first (the list replays newest first), then the size. */
+	ck_assert_ptr_nonnull(strstr(v, "w buffer_size_kb "));
+	ck_assert(strstr(v, "w buffer_size_kb ") < strstr(v, "w buffer_subbuf_size_kb "));
+	free(v);
+
+	/* A second session on the directory changes nothing of it. */
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p2, &err), 0);
+	ck_assert_uint_eq(subbuf_now(), 64);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ck_assert_uint_eq(subbuf_now(), 64);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ck_assert_ptr_null(err);
+	ck_assert_uint_eq(ftrace_tracefs_undo_count(t), 0);
+	ftrace_tracefs_free(t);
+
+	ck_assert_uint_eq(subbuf_now(), 4);
+	ck_assert(!file_exists(state));
+	assert_untouched();
+	after = cpu0_capacity();
+	ck_assert_msg(after == before, "CPU 0 holds %" PRIu64 " events after, %" PRIu64 " before", after, before);
+	free(state);
+}
+
+START_TEST(test_subbuf_set_and_restored)
+{
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 2048, .subbuf_kb = 64 };
+	struct ftrace_tracefs *t;
+	char *err = NULL;
+
+	if (!has_subbuf()) {
+		/* Before 6.8: said, nothing changed, the pages are the system's. */
+		size_t ps = 0;
+
+		t = open_inst(g_state_dir);
+		ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+		ck_assert_int_eq(ftrace_tracefs_subbuf_outcome(t), FTRACE_SUBBUF_ABSENT);
+		ck_assert_int_eq(ftrace_tracefs_page_size(t, &ps), 0);
+		ck_assert_uint_eq(ps, (size_t)sysconf(_SC_PAGESIZE));
+		ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+		ftrace_tracefs_free(t);
+		fixture_reset();
+		assert_untouched();
+		return;
+	}
+	/* Resized as well, and kept at its size (1408 KiB reads 1410: within a page). */
+	subbuf_round_trip(2048);
+	subbuf_round_trip(1408);
+
+	/* Already at the size asked: nothing to remember, nothing written. */
+	t = open_inst(g_state_dir);
+	p.subbuf_kb = 4;
+	p.buffer_size_kb = 1408;
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	ck_assert_int_eq(ftrace_tracefs_subbuf_outcome(t), FTRACE_SUBBUF_KEPT);
+	ck_assert(!ftrace_tracefs_remembered(t, "buffer_subbuf_size_kb"));
+	ck_assert(!ftrace_tracefs_remembered(t, "buffer_size_kb"));
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	/* With preserve_ftrace_buffer, never. */
+	t = open_inst(g_state_dir);
+	p = (struct ftrace_tracefs_params){ .subbuf_kb = 64, .preserve = true };
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	ck_assert_uint_eq(subbuf_now(), 4);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	ck_assert_ptr_null(err);
+	fixture_reset();
+	assert_untouched();
+}
+END_TEST
+
+/* A process killed with the sub-buffers changed: the next start puts them back, pages too. */
+START_TEST(test_subbuf_recovered_after_sigkill)
+{
+	char *state = state_file_path();
+	uint64_t before, after;
+	pid_t pid;
+	int status;
+
+	if (!has_subbuf())
+		return;
+	before = cpu0_capacity();
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ftrace_tracefs *t = NULL;
+		struct ftrace_tracefs_params p = { .buffer_size_kb = 1408, .subbuf_kb = 32 };
+
+		if (ftrace_tracefs_open(g_root, g_inst_name, g_state_dir, &t, NULL) < 0 ||
+		    ftrace_tracefs_attach(t, &p, NULL) < 0 || ftrace_tracefs_activate(t, 0) < 0)
+			_exit(1);
+		raise(SIGKILL);
+		_exit(2);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ck_assert(file_exists(state));
+	ck_assert_uint_eq(subbuf_now(), 32);
+
+	ck_assert_int_eq(ftrace_host_recover(g_state_dir), 1);
+	ck_assert(!file_exists(state));
+	ck_assert_uint_eq(subbuf_now(), 4);
+	assert_untouched();
+	after = cpu0_capacity();
+	ck_assert_msg(after == before, "CPU 0 holds %" PRIu64 " events after, %" PRIu64 " before", after, before);
+	free(state);
+}
+END_TEST
+
 /* A leftover list is replayed before a new setup records "original" values. */
 START_TEST(test_attach_replays_leftover_first)
 {
@@ -903,6 +1104,8 @@ static Suite *suite(void)
 	tcase_add_test(k, test_busy_tracer_rejected);
 	tcase_add_test(k, test_two_sessions_union);
 	tcase_add_test(k, test_recover_replays_leftover);
+	tcase_add_test(k, test_subbuf_set_and_restored);
+	tcase_add_test(k, test_subbuf_recovered_after_sigkill);
 	tcase_add_test(k, test_recover_refuses_bad_files);
 	tcase_add_test(k, test_attach_replays_leftover_first);
 	tcase_add_test(k, test_ds_setup_rejects_bad_instance_names);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probes/ftrace/ds/ftrace_ds.h"
 #include "probes/recorder.h"
 #include "tests/lib/tp_kernel.h"
 #include "tests/lib/tp_trace.h"
@@ -96,12 +97,44 @@ static size_t count_packets(const struct tp_trace_summary *s, int data_case)
  * equals the events, entries END is 0, on every CPU.  And -t 3s gives at
  * least 2.9 s between the first and the last event, however long setup took.
  */
-START_TEST(test_record_exact_and_span)
+/*
+ * The instance's sub-buffer size, sampled while a recording runs: what
+ * the recording used (the largest seen; the fixture's is 4 KiB).
+ */
+struct subbuf_sampler {
+	pthread_t thread;
+	atomic_bool stop;
+	int max_kb;             /* -1: no buffer_subbuf_size_kb (before Linux 6.8) */
+};
+
+static void *subbuf_sample(void *arg)
+{
+	struct subbuf_sampler *sm = arg;
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/buffer_subbuf_size_kb", fx.path);
+	while (!atomic_load(&sm->stop)) {
+		_cleanup_free_ char *v = NULL;
+
+		if (read_full_file_at(AT_FDCWD, path, 64, &v, NULL) < 0)
+			return NULL;
+		sm->max_kb = MAX(sm->max_kb, atoi(v));
+		(void)nanosleep(&(struct timespec){ .tv_nsec = 5000000 }, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * Every event written is in the trace, CPU by CPU, with @subbuf_kb
+ * sub-buffers (0: record's default), and -t means -t.
+ */
+static void record_exact(uint32_t subbuf_kb)
 {
 	char out[512];
 	struct recorder_options o;
 	struct tp_deferred_workload d;
 	struct tp_trace_summary s;
+	struct subbuf_sampler sm = { .max_kb = -1 };
 	unsigned n_cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t first, last, all, total_read = 0;
 
@@ -109,9 +142,20 @@ START_TEST(test_record_exact_and_span)
 	ck_assert_int_eq(tp_workload_start_deferred(&d, fx.path, "tp-exact", 2), 0);
 	base_options(&o, out);
 	o.duration_ms = 3000;
+	if (subbuf_kb) {
+		o.subbuf_given = true;
+		o.subbuf_kb = subbuf_kb;
+	}
+	ck_assert_int_eq(pthread_create(&sm.thread, NULL, subbuf_sample, &sm), 0);
 	ck_assert_int_eq(recorder_run(&o), 0);
+	atomic_store(&sm.stop, true);
+	ck_assert_int_eq(pthread_join(sm.thread, NULL), 0);
+	ftrace_host_set_subbuf_kb(FTRACE_SUBBUF_UNSET);
 	ck_assert_int_eq(tp_workload_finish_deferred(&d), 0);
 	tp_fixture_assert_restored(&fx);
+	fprintf(stderr, "sub-buffers during the recording: %d KiB\n", sm.max_kb);
+	if (sm.max_kb >= 0)
+		ck_assert_int_eq(sm.max_kb, subbuf_kb ? (int)subbuf_kb : (int)FTRACE_SUBBUF_DEFAULT_KB);
 
 	ck_assert_int_eq(tp_trace_load(out, &s), 0);
 	ck_assert_uint_ge(s.stats_pairs, 1);
@@ -151,6 +195,19 @@ START_TEST(test_record_exact_and_span)
 	/* linux.system_info comes by default, as with perfetto -t */
 	ck_assert_uint_eq(count_packets(&s, PERFETTO__PROTOS__TRACE_PACKET__DATA_CPU_INFO), 1);
 	tp_trace_free(&s);
+}
+
+START_TEST(test_record_exact_and_span)
+{
+	record_exact(0);
+}
+END_TEST
+
+/* The largest sub-buffers record's 8 MiB buffer takes, and the 4 KiB pages of old. */
+START_TEST(test_record_exact_subbuf_sizes)
+{
+	record_exact(256);
+	record_exact(4);
 }
 END_TEST
 
@@ -422,6 +479,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_record_exact_and_span);
+	tcase_add_test(tc, test_record_exact_subbuf_sizes);
 	tcase_add_test(tc, test_record_sys_stats_preset);
 	tcase_add_test(tc, test_record_perfetto_sys_stats_configs);
 	tcase_add_test(tc, test_record_nothing_exists);

@@ -313,6 +313,64 @@ static inline uint8_t *fx_pack(const struct fx_page *pages, size_t n)
 	return out;
 }
 
+/*
+ * The events of @n built 4 KiB pages in sub-buffers of @size bytes (a
+ * larger power of two), as a kernel with buffer_subbuf_size_kb would have
+ * written them: the first page's time in the header, then each page's data
+ * in order, every page after the first in a sub-buffer led by an absolute
+ * timestamp record of that page's time, so every event keeps its time.  A
+ * page with missed events starts a sub-buffer of its own, which carries its
+ * flags and stored count (after the data, as the kernel stores it).
+ * Returns: @*ret_n sub-buffers, contiguous, malloc'd.
+ */
+static inline uint8_t *fx_merge(const struct fx_page *pages, size_t n, size_t size, size_t *ret_n)
+{
+	const uint64_t lost = FTRACE_PAGE_MISSED_EVENTS | FTRACE_PAGE_MISSED_STORED;
+	uint8_t *out = calloc(n ? n : 1, size), *sb = NULL;
+	uint64_t flags = 0, missed = 0;
+	size_t out_n = 0, pos = 0;
+
+	assert(out && size > FX_PAGE_SIZE && (size & (size - 1)) == 0);
+	for (size_t i = 0; i <= n; i++) {
+		uint64_t ts = 0, commit = 0;
+		size_t len = 0;
+		bool fresh;
+
+		if (i < n) {
+			memcpy(&ts, pages[i].b, 8);
+			memcpy(&commit, pages[i].b + 8, 8);
+			len = (size_t)(commit & FTRACE_PAGE_COMMIT_MASK);
+		}
+		fresh = i == n || !sb || (commit & FTRACE_PAGE_MISSED_EVENTS) || pos + 8 + len + 8 > size;
+		if (fresh && sb) {
+			uint64_t c = (uint64_t)(pos - FX_HDR) | flags;
+
+			memcpy(sb + 8, &c, 8);
+			if (flags & FTRACE_PAGE_MISSED_STORED)
+				memcpy(sb + pos, &missed, 8);
+		}
+		if (i == n)
+			break;
+		if (fresh) {
+			sb = out + out_n++ * size;
+			memcpy(sb, &ts, 8);
+			pos = FX_HDR;
+			flags = commit & lost;
+			if (flags & FTRACE_PAGE_MISSED_STORED)
+				memcpy(&missed, pages[i].b + FX_HDR + len, 8);
+		} else {
+			uint32_t w[2] = { fx_rec_hdr(31, (uint32_t)(ts & ((1u << 27) - 1))), (uint32_t)(ts >> 27) };
+
+			memcpy(sb + pos, w, 8);
+			pos += 8;
+		}
+		memcpy(sb + pos, pages[i].b + FX_HDR, len);
+		pos += len;
+	}
+	*ret_n = out_n;
+	return out;
+}
+
 /* ---- record payloads ---------------------------------------------------- */
 
 /* Kernel comms are NUL-padded, not necessarily NUL-terminated. */

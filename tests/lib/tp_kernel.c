@@ -88,7 +88,7 @@ char *tp_tracefs_snapshot(const char *dir)
 {
 	static const char *const files[] = {
 		"tracing_on", "set_event", "buffer_size_kb", "trace_clock", "buffer_percent",
-		"current_tracer", "tracing_cpumask", "set_event_pid",
+		"current_tracer", "tracing_cpumask", "set_event_pid", "buffer_subbuf_size_kb",
 	};
 	char *out = NULL;
 	size_t len = 0;

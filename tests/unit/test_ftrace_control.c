@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "probes/ftrace/tracefs/ftrace_tracefs.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
 /* the undo bookkeeping, to check what a parsed state file remembers */
 #include "probes/ftrace/tracefs/ftrace_tracefs_internal.h"
 #include "probes/ftrace/plan/ftrace_plan.h"
@@ -498,6 +499,80 @@ START_TEST(test_undo_state_parse)
 }
 END_TEST
 
+/* ---- sub-buffer sizes ------------------------------------------------------- */
+
+START_TEST(test_subbuf_choice)
+{
+	/* 0: the kernel's, whatever the buffer. */
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(0, 8192), 0);
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(0, 0), 0);
+	/* Powers of two from a page to 512 KiB, rounded down. */
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(64, 0), 64);
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(100, 0), 64);
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(3, 0), 4);
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(4, 0), 4);
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(512, 0), 512);
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(4096, 0), 512);
+	/* At least 32 of them in the buffer: the record and daemon defaults keep 64 KiB... */
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(64, 8192), 64);
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(64, 2048), 64);
+	/* ...smaller buffers get smaller sub-buffers, down to the page. */
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(64, 2047), 32);
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(64, 1024), 32);
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(64, 512), 16);
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(64, 128), 4);
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(64, 32), 4);
+	ck_assert_uint_eq(ftrace_tracefs_subbuf_kb(512, 1u << 20), 512);
+}
+END_TEST
+
+START_TEST(test_subbuf_setting)
+{
+	ck_assert_int_eq(unsetenv(FTRACE_SUBBUF_ENV), 0);
+	ck_assert_uint_eq(ftrace_host_subbuf_kb(), FTRACE_SUBBUF_DEFAULT_KB);
+	ck_assert_int_eq(setenv(FTRACE_SUBBUF_ENV, "16", 1), 0);
+	ck_assert_uint_eq(ftrace_host_subbuf_kb(), 16);
+	ck_assert_int_eq(setenv(FTRACE_SUBBUF_ENV, "0", 1), 0);
+	ck_assert_uint_eq(ftrace_host_subbuf_kb(), 0);
+	/* Not a number of KiB: the default. */
+	ck_assert_int_eq(setenv(FTRACE_SUBBUF_ENV, "64k", 1), 0);
+	ck_assert_uint_eq(ftrace_host_subbuf_kb(), FTRACE_SUBBUF_DEFAULT_KB);
+	/* What the process sets (record --subbuf-size) wins over the environment. */
+	ck_assert_int_eq(setenv(FTRACE_SUBBUF_ENV, "16", 1), 0);
+	ftrace_host_set_subbuf_kb(0);
+	ck_assert_uint_eq(ftrace_host_subbuf_kb(), 0);
+	ftrace_host_set_subbuf_kb(128);
+	ck_assert_uint_eq(ftrace_host_subbuf_kb(), 128);
+	ftrace_host_set_subbuf_kb(FTRACE_SUBBUF_UNSET);
+	ck_assert_uint_eq(ftrace_host_subbuf_kb(), 16);
+	ck_assert_int_eq(unsetenv(FTRACE_SUBBUF_ENV), 0);
+	ck_assert_uint_eq(ftrace_host_subbuf_kb(), FTRACE_SUBBUF_DEFAULT_KB);
+}
+END_TEST
+
+/* A state file with a sub-buffer size replays it before buffer_size_kb (newest first). */
+START_TEST(test_undo_subbuf_entry)
+{
+	char text[] = "traced-probes-ftrace-undo 2\npid 4242\ndir /sys/kernel/tracing/instances/x\n"
+		      "truncate 1\nw tracing_on 1\nw buffer_size_kb 1410\nw buffer_subbuf_size_kb 4\n";
+	char bad[] = "traced-probes-ftrace-undo 2\ndir /a\nw buffer_subbuf_size_kb 4%2064\n";
+	struct ftrace_tracefs *t = NULL;
+	int pid = 0;
+
+	ck_assert_int_eq(ftrace_tracefs_undo_parse(text, &pid, &t), 0);
+	ck_assert_uint_eq(ftrace_tracefs_undo_count(t), 3);
+	ck_assert(ftrace_tracefs_remembered(t, "buffer_subbuf_size_kb"));
+	ck_assert_uint_eq(t->n_undo, 3);
+	ck_assert_str_eq(t->undo[1].file, "buffer_size_kb");
+	ck_assert_str_eq(t->undo[2].file, "buffer_subbuf_size_kb");
+	ck_assert_str_eq(t->undo[2].value, "4");
+	t = ftrace_tracefs_free(t);
+	/* The value is one token, as for every plain file. */
+	ck_assert_int_eq(ftrace_tracefs_undo_parse(bad, &pid, &t), -EBADMSG);
+	ck_assert_ptr_null(t);
+}
+END_TEST
+
 /* ---- trace_clock text ------------------------------------------------------ */
 
 START_TEST(test_clock_text)
@@ -644,6 +719,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_config_options_beyond_events);
 	tcase_add_test(tc, test_stats_parse);
 	tcase_add_test(tc, test_undo_state_parse);
+	tcase_add_test(tc, test_undo_subbuf_entry);
+	tcase_add_test(tc, test_subbuf_choice);
+	tcase_add_test(tc, test_subbuf_setting);
 	tcase_add_test(tc, test_clock_text);
 	tcase_add_test(tc, test_write_all_short_writes);
 	suite_add_tcase(s, tc);

@@ -137,6 +137,31 @@ START_TEST(test_defaults)
 }
 END_TEST
 
+START_TEST(test_subbuf_size_option)
+{
+	struct recorder_options o;
+
+	ck_assert_int_eq(recorder_parse_args(ARGS("-o", "z"), &o), 0);
+	ck_assert(!o.subbuf_given);
+	ck_assert_int_eq(recorder_parse_args(ARGS("-o", "z", "--subbuf-size", "64k"), &o), 0);
+	ck_assert(o.subbuf_given);
+	ck_assert_uint_eq(o.subbuf_kb, 64);
+	ck_assert_int_eq(recorder_parse_args(ARGS("-o", "z", "--subbuf-size", "4"), &o), 0);
+	ck_assert_uint_eq(o.subbuf_kb, 4);
+	ck_assert_int_eq(recorder_parse_args(ARGS("-o", "z", "--subbuf-size=512k"), &o), 0);
+	ck_assert_uint_eq(o.subbuf_kb, 512);
+	ck_assert_int_eq(recorder_parse_args(ARGS("-o", "z", "--subbuf-size", "0"), &o), 0);
+	ck_assert(o.subbuf_given);
+	ck_assert_uint_eq(o.subbuf_kb, 0);
+	/* Not a power of two, below a page, above what the kernel takes, not a size. */
+	assert_refused(ARGS("-o", "x", "--subbuf-size", "48k"), "'48k'");
+	assert_refused(ARGS("-o", "x", "--subbuf-size", "2k"), "'2k'");
+	assert_refused(ARGS("-o", "x", "--subbuf-size", "1m"), "'1m'");
+	assert_refused(ARGS("-o", "x", "--subbuf-size", "big"), "'big'");
+	assert_refused(ARGS("-o", "x", "--subbuf-size"), "'--subbuf-size'");
+}
+END_TEST
+
 START_TEST(test_wrong_words_named)
 {
 	assert_refused(ARGS("-o", "x", "--bogus"), "'--bogus'");
@@ -697,6 +722,7 @@ int main(void)
 	tcase_add_test(tc, test_words_as_perfetto_t);
 	tcase_add_test(tc, test_options_words_mix);
 	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_subbuf_size_option);
 	tcase_add_test(tc, test_wrong_words_named);
 	tcase_add_test(tc, test_sys_stats_lists);
 	tcase_add_test(tc, test_same_config_as_perfetto_t);

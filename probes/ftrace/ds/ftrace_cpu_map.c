@@ -114,9 +114,16 @@ int ftrace_cpu_map_open(int fd, size_t page_size, unsigned commit_size, struct f
 		goto fail;
 	}
 	if (meta->meta_page_size != map->meta_len) {
-		/* The data starts after the whole meta area: map that instead. */
+		/*
+		 * The data starts after the whole meta area: map that instead.
+		 * Its size is read before the first page goes (with 4 KiB
+		 * sub-buffers the area is one page and this never ran; larger
+		 * ones make it longer).
+		 */
+		size_t len = meta->meta_page_size;
+
 		(void)munmap(map->meta, map->meta_len);
-		map->meta_len = meta->meta_page_size;
+		map->meta_len = len;
 		map->meta = mmap(NULL, map->meta_len, PROT_READ, MAP_SHARED, fd, 0);
 		if (map->meta == MAP_FAILED) {
 			r = negative_errno();

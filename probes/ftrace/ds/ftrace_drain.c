@@ -151,6 +151,31 @@ struct ftrace_drain_reader *ftrace_drain_first_reader(const struct ftrace_drain 
 	return d->readers;
 }
 
+/*
+ * The sub-buffer size as it is now: the first attach may have changed it
+ * since the drain was made, and the last detach puts it back.  Only while
+ * no CPU is open (the kernel refuses the change while one is mapped).
+ */
+static int refresh_page_size(struct ftrace_drain *d)
+{
+	size_t ps;
+	uint8_t *page;
+	int r;
+
+	r = ftrace_tracefs_page_size(d->tfs, &ps);
+	if (r < 0)
+		return r;
+	if (ps == d->page_size)
+		return 0;
+	page = malloc(ps);
+	if (!page)
+		return -ENOMEM;
+	free(d->page);
+	d->page = page;
+	d->page_size = ps;
+	return 0;
+}
+
 int ftrace_drain_open_cpus(struct ftrace_drain *d)
 {
 	unsigned opened = 0;
@@ -158,6 +183,14 @@ int ftrace_drain_open_cpus(struct ftrace_drain *d)
 
 	if (d->cpus_open)
 		return 0;
+	for (unsigned i = 0; i < d->n_cpus; i++)
+		opened += d->cpus[i] != NULL;
+	if (opened == 0) {
+		r = refresh_page_size(d);
+		if (r < 0)
+			return r;
+	}
+	opened = 0;
 	for (unsigned i = 0; i < d->n_cpus; i++) {
 		if (d->cpus[i]) {
 			opened++;
@@ -212,7 +245,7 @@ static void pass_begin(struct ftrace_drain *d)
 }
 
 /*
- * A batch is up to FTRACE_BATCH_PAGES pages, one bundle per reader (as
+ * A batch is up to FTRACE_BATCH_BYTES of pages, one bundle per reader (as
  * Perfetto).  Each page is parsed as soon as read() has copied it: one
  * page buffer, still in L1 for the parser, and the next copy lands in it
  * again rather than in cold memory.  With a mapped buffer, the page is
@@ -249,7 +282,9 @@ static void read_error(struct ftrace_drain *d, int status)
 
 int ftrace_drain_pass(struct ftrace_drain *d, bool flush, bool *ret_more)
 {
-	size_t budget_per_cpu = FTRACE_PASS_MAX_PAGES;
+	const size_t pass_pages = MAX(FTRACE_PASS_MAX_BYTES / d->page_size, (size_t)1);
+	const size_t batch_pages = MAX(FTRACE_BATCH_BYTES / d->page_size, (size_t)1);
+	size_t budget_per_cpu = pass_pages;
 	bool any = false, to_empty;
 	int r = 0;
 
@@ -267,7 +302,7 @@ int ftrace_drain_pass(struct ftrace_drain *d, bool flush, bool *ret_more)
 		if (kb == 0)
 			(void)ftrace_tracefs_read_buffer_kb(d->tfs, &kb);
 		pages = (size_t)kb * 1024 / d->page_size + 2;
-		budget_per_cpu = MAX(pages, (size_t)FTRACE_PASS_MAX_PAGES);
+		budget_per_cpu = MAX(pages, pass_pages);
 	}
 
 	pass_begin(d);
@@ -285,7 +320,7 @@ int ftrace_drain_pass(struct ftrace_drain *d, bool flush, bool *ret_more)
 
 			/* A batch with no page opens no bundle: begin() writes nothing. */
 			batch_begin(d, cpu);
-			while (in_batch < FTRACE_BATCH_PAGES && budget > 0) {
+			while (in_batch < batch_pages && budget > 0) {
 				enum ftrace_cpu_read_status st;
 				const uint8_t *page = NULL;
 				int pst = 0, k;

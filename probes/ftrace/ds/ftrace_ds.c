@@ -357,6 +357,29 @@ static int plan_read_functions(void *userdata, char **ret_text)
 	return ftrace_tracefs_read_root(ds->tfs, "available_filter_functions", FUNCS_TEXT_MAX, ret_text);
 }
 
+/* What the first attach did with the sub-buffer size, said once where it matters. */
+static void note_subbuf(struct ftrace_ds *ds, uint32_t kb)
+{
+	const char *path = ftrace_tracefs_path(ds->tfs);
+
+	switch (ftrace_tracefs_subbuf_outcome(ds->tfs)) {
+	case FTRACE_SUBBUF_SET:
+		log_debug("linux.ftrace: %s: sub-buffers of %u KiB", path, kb);
+		break;
+	case FTRACE_SUBBUF_ABSENT:
+		if (ftrace_host_once(ds->host, FTRACE_HOST_ONCE_SUBBUF))
+			log_notice("linux.ftrace: this kernel has no buffer_subbuf_size_kb (Linux 6.8 and later "
+				   "have it): ring buffers are read a page at a time");
+		break;
+	case FTRACE_SUBBUF_REFUSED:
+		log_notice("linux.ftrace: %s: sub-buffers of %u KiB refused (%s); reading the kernel's", path,
+			   kb, ftrace_tracefs_subbuf_error(ds->tfs) ?: "?");
+		break;
+	default:
+		break;
+	}
+}
+
 int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracing_session_id,
 		    const struct Perfetto__Protos__FtraceConfig *cfg, const struct pbw_sink *sink,
 		    const struct ftrace_ds_hooks *hooks, void *userdata, struct ftrace_ds **ret, char **ret_error)
@@ -457,11 +480,14 @@ int ftrace_ds_setup(struct ftrace_host *h, uint64_t instance_id, uint64_t tracin
 		.preserve = ds->cfg->preserve,
 		.mono_raw = ds->cfg->mono_raw,
 		.defer_resize = ds->hooks.started != NULL,
+		.subbuf_kb = ftrace_tracefs_subbuf_kb(ftrace_host_subbuf_kb(), ds->cfg->buffer_size_kb),
 	};
 	r = ftrace_tracefs_attach(ds->tfs, &tp, ret_error);
 	if (r < 0)
 		return r;
 	ds->attached = true;
+	if (ftrace_tracefs_n_attached(ds->tfs) == 1)
+		note_subbuf(ds, tp.subbuf_kb);
 
 	r = ftrace_tracefs_enable_events(ds->tfs, ds->cfg->events, ds->cfg->n_events, ds->enabled,
 					 &enable_errors);
@@ -615,6 +641,18 @@ static uint32_t kb_to_pages(uint32_t kb, size_t page_size)
 }
 
 /*
+ * FtraceStats.cpu_buffer_size_pages is in system pages whatever the
+ * sub-buffer size, as traced_probes computes it (buffer_size_kb over the
+ * page size): a reader multiplies it by the page size to get the bytes.
+ */
+static uint32_t kb_to_sys_pages(uint32_t kb)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+
+	return kb_to_pages(kb, ps > 0 ? (size_t)ps : 4096);
+}
+
+/*
  * After the session's last flush: no pass feeds this data source any more,
  * and its summary keeps the END sample that flush wrote.  Without this, a
  * pass between the last flush and StopDataSource (a buffer_percent wake-up,
@@ -693,9 +731,8 @@ static int flush(struct ftrace_ds *ds, bool last)
 		.failed_events = ds->failed,
 		.n_failed = ds->n_failed,
 		.preserve_ftrace_buffer = ds->cfg->preserve,
-		.cpu_buffer_size_pages = kb_to_pages(kb, (size_t)sysconf(_SC_PAGESIZE)),
-		.cached_cpu_buffer_size_pages =
-			kb_to_pages(ftrace_tracefs_cached_buffer_kb(ds->tfs), (size_t)sysconf(_SC_PAGESIZE)),
+		.cpu_buffer_size_pages = kb_to_sys_pages(kb),
+		.cached_cpu_buffer_size_pages = kb_to_sys_pages(ftrace_tracefs_cached_buffer_kb(ds->tfs)),
 		.kernel_symbols_parsed = ds->ksyms_parsed,
 		.kernel_symbols_mem_kb = ds->ksyms_mem_kb,
 	};

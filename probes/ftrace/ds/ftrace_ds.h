@@ -89,6 +89,37 @@ int ftrace_host_recover(const char *state_dir);
  */
 int ftrace_host_recover_report(const char *state_dir, char **ret_report);
 
+/*
+ * Ring-buffer sub-buffers (buffer_subbuf_size_kb, Linux 6.8+).  A session
+ * that sets a tracefs directory up (the first on it, without
+ * preserve_ftrace_buffer) gives it sub-buffers of this size, and the last
+ * one to leave puts the kernel's back; FtraceConfig has no field for it.
+ * One read() of trace_pipe_raw returns one whole sub-buffer, so larger ones
+ * cut the per-read cost: the default is what measured best on the machines
+ * the README names.  Bounded by the buffer (ftrace_tracefs_subbuf_kb()).
+ */
+#define FTRACE_SUBBUF_DEFAULT_KB 64u
+/* The daemon's setting, in KiB (0: leave the kernel's), unless a caller set one. */
+#define FTRACE_SUBBUF_ENV "TRACED_PROBES_FTRACE_SUBBUF_KB"
+
+/* For ftrace_host_set_subbuf_kb(): back to the environment and the default. */
+#define FTRACE_SUBBUF_UNSET UINT32_MAX
+
+/**
+ * ftrace_host_set_subbuf_kb - the sub-buffer size, in KiB, this process's
+ * sessions ask for from now on (0: leave the kernel's; rounded down to a
+ * power of two when used), over $TRACED_PROBES_FTRACE_SUBBUF_KB and the
+ * default; FTRACE_SUBBUF_UNSET undoes it.
+ */
+void ftrace_host_set_subbuf_kb(uint32_t kb);
+
+/**
+ * ftrace_host_subbuf_kb - the size set with ftrace_host_set_subbuf_kb(),
+ * else $TRACED_PROBES_FTRACE_SUBBUF_KB when it is a number of KiB, else
+ * FTRACE_SUBBUF_DEFAULT_KB.
+ */
+uint32_t ftrace_host_subbuf_kb(void);
+
 struct ftrace_ds_hooks {
 	/*
 	 * Called after each read pass (drain timer or flush) with the pids and

@@ -31,14 +31,20 @@ struct ftrace_tracefs;
 struct ftrace_drain;
 struct ftrace_drain_reader;
 
-/* Per pass and CPU, at most this many pages (Perfetto: 256). */
-#define FTRACE_PASS_MAX_PAGES 256u
-/* Pages per batch, one bundle each (as Perfetto); read and parsed one at a time. */
-#define FTRACE_BATCH_PAGES 32u
+/*
+ * Per pass and CPU, at most this many bytes of sub-buffers (Perfetto: 256
+ * pages of 4 KiB), and at least one sub-buffer.
+ */
+#define FTRACE_PASS_MAX_BYTES (256u * 4096u)
+/*
+ * Bytes of sub-buffers per batch, one bundle each (as Perfetto: 32 pages
+ * of 4 KiB), at least one sub-buffer; read and parsed one at a time.
+ */
+#define FTRACE_BATCH_BYTES (32u * 4096u)
 
 /*
  * What a pass asks of each started reader, in this order: pass_begin once;
- * then per CPU and batch of up to FTRACE_BATCH_PAGES pages, batch_begin,
+ * then per CPU and batch of up to FTRACE_BATCH_BYTES of pages, batch_begin,
  * batch_page per page as soon as it is read (the page is valid during the
  * call only), batch_end; read_error whenever a read fails; pass_end once.
  */
@@ -111,7 +117,7 @@ void ftrace_drain_close_cpus(struct ftrace_drain *d);
 
 /**
  * ftrace_drain_pass - read every CPU of @d once and feed each started
- * reader.  A CPU gives up to FTRACE_PASS_MAX_PAGES pages, or with @flush up
+ * reader.  A CPU gives up to FTRACE_PASS_MAX_BYTES of pages, or with @flush up
  * to the whole buffer.
  * Returns: 0 or the first -errno of a read; *ret_more (if given) set when a
  * CPU hit the bound and may hold more.
@@ -289,5 +295,9 @@ int ftrace_host_ksyms_get(struct ftrace_host *h, const struct ksyms **ret);
 void ftrace_host_ksyms_put(struct ftrace_host *h, bool retain);
 
 /* True the first time it is called for @what (a FTRACE_HOST_ONCE_* bit). */
-enum { FTRACE_HOST_ONCE_ATRACE = 1u << 0, FTRACE_HOST_ONCE_KPTR = 1u << 1 };
+enum {
+	FTRACE_HOST_ONCE_ATRACE = 1u << 0,
+	FTRACE_HOST_ONCE_KPTR = 1u << 1,
+	FTRACE_HOST_ONCE_SUBBUF = 1u << 2,
+};
 bool ftrace_host_once(struct ftrace_host *h, unsigned what);

@@ -33,6 +33,27 @@ struct ftrace_host {
 	unsigned once;                  /* FTRACE_HOST_ONCE_* already said */
 };
 
+/* What ftrace_host_set_subbuf_kb() set; FTRACE_SUBBUF_UNSET: nothing. */
+static uint32_t subbuf_kb_set = FTRACE_SUBBUF_UNSET;
+
+void ftrace_host_set_subbuf_kb(uint32_t kb)
+{
+	subbuf_kb_set = kb;
+}
+
+uint32_t ftrace_host_subbuf_kb(void)
+{
+	const char *e;
+	uint32_t kb;
+
+	if (subbuf_kb_set != FTRACE_SUBBUF_UNSET)
+		return subbuf_kb_set;
+	e = secure_getenv(FTRACE_SUBBUF_ENV);
+	if (e && safe_atou32(e, &kb) >= 0)
+		return kb;
+	return FTRACE_SUBBUF_DEFAULT_KB;
+}
+
 /* $TRACED_PROBES_STATE_DIR if absolute, else the default. */
 static const char *state_dir_default(void)
 {

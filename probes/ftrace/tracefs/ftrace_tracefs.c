@@ -175,6 +175,7 @@ struct ftrace_tracefs *ftrace_tracefs_free(struct ftrace_tracefs *t)
 		(void)close(t->dirfd);
 	free(t->last_kernel_error);
 	free(t->restore_error);
+	free(t->subbuf_error);
 	free(t->state_path);
 	free(t->state_dir);
 	free(t->instance_name);

@@ -8,6 +8,7 @@
  * and by the tests.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -161,7 +162,51 @@ struct ftrace_tracefs_params {
 	 * caller runs it with ftrace_tracefs_resize_start(), off its loop.
 	 */
 	bool defer_resize;
+	/*
+	 * Ring-buffer sub-buffer size to set (buffer_subbuf_size_kb, Linux
+	 * 6.8+), already chosen with ftrace_tracefs_subbuf_kb(); 0: leave the
+	 * kernel's.  Only the first attach sets it, and never with @preserve.
+	 */
+	uint32_t subbuf_kb;
 };
+
+/* Sub-buffer sizes the kernel takes: 1 to 128 system pages, a power of two. */
+#define FTRACE_SUBBUF_MIN_KB 4u
+#define FTRACE_SUBBUF_MAX_KB 512u
+/* A buffer keeps at least this many sub-buffers (see ftrace_tracefs_subbuf_kb()). */
+#define FTRACE_SUBBUF_MIN_COUNT 32u
+
+/**
+ * ftrace_tracefs_subbuf_kb - the sub-buffer size a session on a per-CPU
+ * buffer of @buffer_kb asks for when @want_kb is wanted: @want_kb rounded
+ * down to a power of two within FTRACE_SUBBUF_MIN_KB..FTRACE_SUBBUF_MAX_KB,
+ * and no more than @buffer_kb / FTRACE_SUBBUF_MIN_COUNT (a small buffer
+ * keeps many small sub-buffers: the writer never waits on the reader's
+ * page, and buffer_percent wake-ups stay fine-grained).  @buffer_kb 0:
+ * not known, no such bound.
+ * Returns: the size in KiB, 0 when @want_kb is 0 (leave the kernel's).
+ */
+uint32_t ftrace_tracefs_subbuf_kb(uint32_t want_kb, uint32_t buffer_kb);
+
+/*
+ * What the first attach did with the sub-buffer size, for the caller to say
+ * once: FTRACE_SUBBUF_SET (changed, in the undo list), _KEPT (already that
+ * size, or not asked), _ABSENT (no buffer_subbuf_size_kb: a kernel before
+ * 6.8, whose sub-buffers are the system page), _REFUSED (the kernel refused
+ * the write; ftrace_tracefs_subbuf_error() says why; the size is the
+ * kernel's).
+ */
+enum ftrace_subbuf_outcome {
+	FTRACE_SUBBUF_KEPT,
+	FTRACE_SUBBUF_SET,
+	FTRACE_SUBBUF_ABSENT,
+	FTRACE_SUBBUF_REFUSED,
+	_FTRACE_SUBBUF_OUTCOME_MAX,
+	_FTRACE_SUBBUF_OUTCOME_INVALID = -EINVAL,
+};
+enum ftrace_subbuf_outcome ftrace_tracefs_subbuf_outcome(const struct ftrace_tracefs *t);
+/* The kernel's refusal of the last sub-buffer write, or NULL. */
+const char *ftrace_tracefs_subbuf_error(const struct ftrace_tracefs *t);
 
 /**
  * ftrace_tracefs_attach - a data source joins this directory.  The first

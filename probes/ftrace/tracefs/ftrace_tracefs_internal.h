@@ -51,6 +51,8 @@ struct ftrace_tracefs {
 	int clock;                      /* FtraceClock of trace_clock, -1 unknown */
 	uint32_t cached_buffer_kb;
 	uint32_t buffer_percent;        /* what we wrote, 0 if untouched */
+	int subbuf_outcome;             /* enum ftrace_subbuf_outcome of the first attach */
+	char *subbuf_error;             /* the kernel's refusal of our sub-buffer size */
 	/* the buffer resize (ftrace_tracefs_resize.c) */
 	uint32_t resize_kb;             /* planned by the first attach, not written yet; 0: none */
 	struct ftrace_tracefs_resize *resize;   /* its thread, while one runs */

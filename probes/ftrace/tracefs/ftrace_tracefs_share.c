@@ -82,6 +82,72 @@ static bool buffer_already(struct ftrace_tracefs *t, uint32_t want_kb)
 	return true;
 }
 
+uint32_t ftrace_tracefs_subbuf_kb(uint32_t want_kb, uint32_t buffer_kb)
+{
+	/* The kernel takes 1 to 128 system pages (order 0 to 7). */
+	uint32_t kb = page_kb(), max = MIN(FTRACE_SUBBUF_MAX_KB, 128 * page_kb());
+
+	if (want_kb == 0)
+		return 0;
+	while (kb * 2 <= want_kb && kb * 2 <= max &&
+	       (buffer_kb == 0 || kb * 2 <= buffer_kb / FTRACE_SUBBUF_MIN_COUNT))
+		kb *= 2;
+	return kb;
+}
+
+/*
+ * Whether the first attach changes the sub-buffer size to @want_kb:
+ * FTRACE_SUBBUF_SET (to be written), _KEPT (already that size, or the file
+ * does not read), _ABSENT (a kernel without the file).
+ */
+static enum ftrace_subbuf_outcome subbuf_plan(struct ftrace_tracefs *t, uint32_t want_kb)
+{
+	_cleanup_free_ char *s = NULL;
+	uint32_t cur;
+	int r;
+
+	r = ftrace_tracefs_read(t, "buffer_subbuf_size_kb", 64, &s, NULL);
+	if (r == -ENOENT)
+		return FTRACE_SUBBUF_ABSENT;
+	if (r < 0 || safe_atou32(s, &cur) < 0 || cur == want_kb)
+		return FTRACE_SUBBUF_KEPT;
+	return FTRACE_SUBBUF_SET;
+}
+
+/*
+ * Write the planned sub-buffer size.  The kernel reallocates every CPU's
+ * buffer at its current size in the new sub-buffers (and drops what it
+ * held: we have just cleared it).  A refusal is not fatal: the session
+ * reads the kernel's sub-buffers, only at a higher cost per event.
+ */
+static void subbuf_write(struct ftrace_tracefs *t, uint32_t kb)
+{
+	_cleanup_free_ char *err = NULL;
+	char v[16];
+	int r;
+
+	(void)snprintf(v, sizeof(v), "%u", kb);
+	r = ftrace_tracefs_write(t, "buffer_subbuf_size_kb", v, &err);
+	if (r >= 0)
+		return;
+	/* The kernel kept its size (it restores the old one on failure): nothing to put back. */
+	ftrace_tracefs_forget(t, "buffer_subbuf_size_kb");
+	(void)ftrace_tracefs_persist(t);
+	t->subbuf_outcome = FTRACE_SUBBUF_REFUSED;
+	free(t->subbuf_error);
+	t->subbuf_error = err ? TAKE_PTR(err) : strdup(strerror(-r));
+}
+
+enum ftrace_subbuf_outcome ftrace_tracefs_subbuf_outcome(const struct ftrace_tracefs *t)
+{
+	return t ? t->subbuf_outcome : _FTRACE_SUBBUF_OUTCOME_INVALID;
+}
+
+const char *ftrace_tracefs_subbuf_error(const struct ftrace_tracefs *t)
+{
+	return t ? t->subbuf_error : NULL;
+}
+
 static void read_clock(struct ftrace_tracefs *t)
 {
 	_cleanup_free_ char *text = NULL;
@@ -145,13 +211,27 @@ static int first_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_pa
 	}
 
 	resize = !p->preserve && p->buffer_size_kb > 0 && !buffer_already(t, p->buffer_size_kb);
+	t->subbuf_outcome = FTRACE_SUBBUF_KEPT;
+	free(t->subbuf_error);
+	t->subbuf_error = NULL;
+	if (!p->preserve && p->subbuf_kb > 0)
+		t->subbuf_outcome = subbuf_plan(t, p->subbuf_kb);
 
 	/* Record everything we may change and persist it before the first write. */
 	r = ftrace_tracefs_remember(t, "tracing_on");
 	if (r >= 0 && !p->preserve) {
 		r = ftrace_tracefs_remember(t, "trace_clock");
-		if (r >= 0 && resize)
+		if (r >= 0 && (resize || t->subbuf_outcome == FTRACE_SUBBUF_SET))
 			r = ftrace_tracefs_remember(t, "buffer_size_kb");
+		/*
+		 * After buffer_size_kb, so that the restore (newest first) puts
+		 * the sub-buffer size back first and then buffer_size_kb, which
+		 * sets the number of pages exactly as it was: the kernel keeps
+		 * a buffer's bytes, not its page count, across a sub-buffer
+		 * change, and buffer_size_kb does not read the difference.
+		 */
+		if (r >= 0 && t->subbuf_outcome == FTRACE_SUBBUF_SET)
+			r = ftrace_tracefs_remember(t, "buffer_subbuf_size_kb");
 		if (r >= 0)
 			ftrace_tracefs_note_truncated(t);
 	}
@@ -184,6 +264,9 @@ static int first_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_pa
 	r = setup_clock(t, p->mono_raw, ret_error);
 	if (r < 0)
 		return r;
+	/* Before the resize: the kernel sizes the buffer in whole sub-buffers of the new size. */
+	if (t->subbuf_outcome == FTRACE_SUBBUF_SET)
+		subbuf_write(t, p->subbuf_kb);
 	if (resize && p->defer_resize) {
 		t->resize_kb = buffer_kb_to_write(p->buffer_size_kb);
 	} else if (resize) {
@@ -212,6 +295,7 @@ int ftrace_tracefs_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_
 			t->clock = -1;
 			t->cached_buffer_kb = 0;
 			t->resize_kb = 0;
+			t->subbuf_outcome = FTRACE_SUBBUF_KEPT;
 			return r;
 		}
 	}

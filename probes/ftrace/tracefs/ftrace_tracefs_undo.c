@@ -127,7 +127,8 @@ static bool event_file(const char *f, const char *leaf)
 static enum undo_kind undo_file_kind(const char *f)
 {
 	static const char *const plain[] = { "tracing_on", "trace_clock", "buffer_size_kb", "buffer_percent",
-					     "current_tracer", "max_graph_depth", "tracing_cpumask" };
+					     "current_tracer", "max_graph_depth", "tracing_cpumask",
+					     "buffer_subbuf_size_kb" };
 	unsigned cpu;
 	int end = 0;
 
@@ -601,8 +602,12 @@ static bool file_reads(struct ftrace_tracefs *t, const char *file, const char *v
 	return strcmp(v, value) == 0;
 }
 
-/* Put one entry back, the way its kind needs. */
-static int undo_apply(struct ftrace_tracefs *t, const struct ftrace_undo_entry *e)
+/*
+ * Put one entry back, the way its kind needs.  @subbuf_back: the sub-buffer
+ * size was just put back, which leaves buffer_size_kb reading its old
+ * value over a different number of pages.
+ */
+static int undo_apply(struct ftrace_tracefs *t, const struct ftrace_undo_entry *e, bool subbuf_back)
 {
 	char line[2 * FTRACE_NAME_MAX + 16];
 	int r;
@@ -622,7 +627,7 @@ static int undo_apply(struct ftrace_tracefs *t, const struct ftrace_undo_entry *
 		 * instance's is fixed, and any write to it is refused) needs
 		 * nothing put back.
 		 */
-		if (is_buffer_size_file(e->file) && file_reads(t, e->file, e->value))
+		if (is_buffer_size_file(e->file) && !subbuf_back && file_reads(t, e->file, e->value))
 			return 0;
 		r = ftrace_tracefs_write(t, e->file, e->value, NULL);
 		/*
@@ -654,6 +659,7 @@ static void note_restore_error(struct ftrace_tracefs *t, const char *what, int e
 int ftrace_tracefs_restore(struct ftrace_tracefs *t)
 {
 	int tracing_on = undo_find(t, "tracing_on");
+	bool subbuf_back = false;
 	int r = 0, k;
 
 	free(t->restore_error);
@@ -668,11 +674,13 @@ int ftrace_tracefs_restore(struct ftrace_tracefs *t)
 
 		if ((int)(i - 1) == tracing_on)
 			continue;
-		k = undo_apply(t, e);
+		k = undo_apply(t, e, subbuf_back);
 		if (k < 0 && r == 0) {
 			r = k;
 			note_restore_error(t, e->file, k);
 		}
+		if (k >= 0 && strcmp(e->file, "buffer_subbuf_size_kb") == 0)
+			subbuf_back = true;
 		if (k >= 0) {
 			ftrace_tracefs_forget(t, e->file);
 			if (tracing_on > (int)(i - 1))
