@@ -14,6 +14,8 @@
 #include "ipc/ipc.h"
 #include "probes/daemon.h"
 #include "probes/ds/ds.h"
+#include "probes/ftrace/ds/ftrace_ds.h"
+#include "probes/recorder.h"
 #include "probes/producer.h"
 #include "util/notify.h"
 #include "util/util.h"
@@ -241,6 +243,9 @@ static void usage(FILE *f)
 		"                          $PERFETTO_MACHINE_NAME, else the host name)\n"
 		"      --relay-socket ADDR where this machine's clock sync goes (the service's\n"
 		"                          RelayPort; default: the producer socket)\n"
+		"      --subbuf-size SIZE  ring-buffer sub-buffers for the directories a session\n"
+		"                          sets up: 4k ... 512k, 0 for the kernel's (default 64k,\n"
+		"                          or $TRACED_PROBES_FTRACE_SUBBUF_KB)\n"
 		"      --cleanup-after-crash  restore tracefs from a killed run's saved state and exit\n"
 		"  -l, --log-level LEVEL   error, warning, notice, info (default), debug\n"
 		"  -v, --version\n"
@@ -249,11 +254,12 @@ static void usage(FILE *f)
 
 int daemon_main(int argc, char **argv)
 {
-	enum { OPT_CLEANUP = 256, OPT_MACHINE_NAME, OPT_RELAY_SOCKET };
+	enum { OPT_CLEANUP = 256, OPT_MACHINE_NAME, OPT_RELAY_SOCKET, OPT_SUBBUF };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "machine-name", required_argument, NULL, OPT_MACHINE_NAME },
 		{ "relay-socket", required_argument, NULL, OPT_RELAY_SOCKET },
+		{ "subbuf-size", required_argument, NULL, OPT_SUBBUF },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "cleanup-after-crash", no_argument, NULL, OPT_CLEANUP },
 		{ "version", no_argument, NULL, 'v' },
@@ -292,6 +298,18 @@ int daemon_main(int argc, char **argv)
 			}
 			d.machine_name = optarg;
 			break;
+		case OPT_SUBBUF: {
+			uint32_t kb = 0;
+
+			if (strcmp(optarg, "0") != 0 &&
+			    (recorder_parse_size_kb(optarg, &kb) < 0 || kb < 4 || kb > 512 || (kb & (kb - 1)))) {
+				log_error("Invalid sub-buffer size '%s' for --subbuf-size (4k, 8k, ... 512k; "
+					  "0: the kernel's)", optarg);
+				return 2;
+			}
+			ftrace_host_set_subbuf_kb(kb);
+			break;
+		}
 		case OPT_RELAY_SOCKET:
 			if (ipc_addr_kind_from_string(optarg) < 0) {
 				log_error("--relay-socket: '%s' is not an address", optarg);

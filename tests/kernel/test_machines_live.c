@@ -356,6 +356,18 @@ int main(void)
 		fprintf(stderr, "needs iproute2 with network namespaces: skipped\n");
 		return 77;
 	}
+	/* a kernel without veth (a test guest's pared-down modules) cannot link the machines */
+	{
+		char cmd[256];
+
+		snprintf(cmd, sizeof(cmd), "ip link add tpvprobe%d type veth peer name tpvprobe%dp >/dev/null 2>&1 && "
+					   "ip link del tpvprobe%d", (int)getpid() % 100000, (int)getpid() % 100000,
+			 (int)getpid() % 100000);
+		if (run(cmd) != 0) {
+			fprintf(stderr, "needs veth pairs (CONFIG_VETH): skipped\n");
+			return 77;
+		}
+	}
 	if (!build || !mkdtemp(tmpdir))
 		return 1;
 	snprintf(bin_daemon, sizeof(bin_daemon), "%s/probes/traced-probes", build);
