@@ -453,6 +453,13 @@ struct svc_clocks {
 	uint64_t ts[SVC_RELAY_MAX_CLOCKS];
 };
 
+/*
+ * Every builtin clock, read back to back in traced's order (TSC added on
+ * x86-64 as traced does): the service's ClockSnapshot packets and its side
+ * of a SyncClock.
+ */
+void svc_clocks_now(struct svc_clocks *c);
+
 /* The last SyncClock exchanges kept, as traced keeps them. */
 #define SVC_RELAY_SYNCS 5u
 

@@ -8,9 +8,6 @@
  */
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 
 #include "protos/pbsys.h"
 #include "protos/perfetto/trace/trace_packet.pb-c.h"
@@ -47,46 +44,25 @@ static int emit(struct svc_session *ss, Perfetto__Protos__TracePacket *tp)
 
 int svc_packets_clock_snapshot(struct svc_session *ss)
 {
-	/* traced's order; TSC is added on x86-64 as traced does. */
-	static const struct {
-		clockid_t clock;
-		uint32_t id;
-	} clocks[] = {
-		{ CLOCK_BOOTTIME, 6 },       { CLOCK_REALTIME_COARSE, 2 },
-		{ CLOCK_MONOTONIC_COARSE, 4 }, { CLOCK_REALTIME, 1 },
-		{ CLOCK_MONOTONIC, 3 },      { CLOCK_MONOTONIC_RAW, 5 },
-	};
 	Perfetto__Protos__TracePacket tp = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	Perfetto__Protos__ClockSnapshot snap = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
-	Perfetto__Protos__ClockSnapshot__Clock c[ARRAY_SIZE(clocks) + 1];
-	Perfetto__Protos__ClockSnapshot__Clock *cp[ARRAY_SIZE(clocks) + 1];
-	struct timespec ts[ARRAY_SIZE(clocks)];
+	Perfetto__Protos__ClockSnapshot__Clock c[SVC_RELAY_MAX_CLOCKS];
+	Perfetto__Protos__ClockSnapshot__Clock *cp[SVC_RELAY_MAX_CLOCKS];
 	const Perfetto__Protos__TraceConfig__BuiltinDataSource *b = ss->config->builtin_data_sources;
+	struct svc_clocks now;
 	size_t n = 0;
 
 	if (b && b->disable_clock_snapshotting)
 		return 0;
-	/* Read all clocks first, as close together as possible. */
-	for (size_t i = 0; i < ARRAY_SIZE(clocks); i++)
-		if (clock_gettime(clocks[i].clock, &ts[i]) < 0)
-			ts[i] = (struct timespec){ 0, 0 };
-	for (size_t i = 0; i < ARRAY_SIZE(clocks); i++, n++) {
+	svc_clocks_now(&now);
+	for (; n < now.n; n++) {
 		perfetto__protos__clock_snapshot__clock__init(&c[n]);
 		c[n].has_clock_id = true;
-		c[n].clock_id = clocks[i].id;
+		c[n].clock_id = now.id[n];
 		c[n].has_timestamp = true;
-		c[n].timestamp = (uint64_t)ts[i].tv_sec * 1000000000u + (uint64_t)ts[i].tv_nsec;
+		c[n].timestamp = now.ts[n];
 		cp[n] = &c[n];
 	}
-#if defined(__x86_64__)
-	perfetto__protos__clock_snapshot__clock__init(&c[n]);
-	c[n].has_clock_id = true;
-	c[n].clock_id = 9; /* BUILTIN_CLOCK_TSC */
-	c[n].has_timestamp = true;
-	c[n].timestamp = __rdtsc();
-	cp[n] = &c[n];
-	n++;
-#endif
 	snap.n_clocks = n;
 	snap.clocks = cp;
 	snap.has_primary_trace_clock = true;

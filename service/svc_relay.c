@@ -57,8 +57,7 @@ void svc_producer_take_identity(struct svc_producer *p)
 	}
 }
 
-/* The service's clocks, as traced snapshots them for a SyncClock. */
-static void host_clocks(struct svc_clocks *c)
+void svc_clocks_now(struct svc_clocks *c)
 {
 	static const struct {
 		clockid_t clock;
@@ -136,7 +135,7 @@ static int sync_clock(struct svc_producer *p, const uint8_t *args, size_t len, s
 	int k;
 
 	/* first, as close to the client's snapshot as we can */
-	host_clocks(&host);
+	svc_clocks_now(&host);
 	req = perfetto__protos__sync_clock_request__unpack(NULL, len, args);
 	if (!req)
 		return -EBADMSG;
