@@ -24,9 +24,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 
 #include "loop/loop.h"
 #include "probes/producer_internal.h"
@@ -144,43 +141,24 @@ static void on_sync_reply(struct ipc_client *c, int error, const uint8_t *reply,
 /* One snapshot of every clock, taken back to back, as traced_relay does. */
 static void send_sync(struct producer_relay *r)
 {
-	static const struct {
-		clockid_t clock;
-		uint32_t id;      /* BuiltinClock */
-	} clocks[] = {
-		{ CLOCK_BOOTTIME, 6 },        { CLOCK_REALTIME_COARSE, 2 },
-		{ CLOCK_MONOTONIC_COARSE, 4 }, { CLOCK_REALTIME, 1 },
-		{ CLOCK_MONOTONIC, 3 },       { CLOCK_MONOTONIC_RAW, 5 },
-	};
 	Perfetto__Protos__SyncClockRequest req = PERFETTO__PROTOS__SYNC_CLOCK_REQUEST__INIT;
-	Perfetto__Protos__SyncClockRequest__Clock cl[ARRAY_SIZE(clocks) + 1];
-	Perfetto__Protos__SyncClockRequest__Clock *ptrs[ARRAY_SIZE(clocks) + 1];
-	struct timespec ts[ARRAY_SIZE(clocks)];
+	Perfetto__Protos__SyncClockRequest__Clock cl[BUILTIN_CLOCKS_MAX];
+	Perfetto__Protos__SyncClockRequest__Clock *ptrs[BUILTIN_CLOCKS_MAX];
+	uint32_t ids[BUILTIN_CLOCKS_MAX];
+	uint64_t ts[BUILTIN_CLOCKS_MAX];
 	uint8_t buf[256];
-	size_t n = 0, len;
+	size_t n = builtin_clocks_read(ids, ts), len;
 	int k;
 
-	for (size_t i = 0; i < ARRAY_SIZE(clocks); i++)
-		if (clock_gettime(clocks[i].clock, &ts[i]) < 0)
-			ts[i] = (struct timespec){ 0 };
-	for (size_t i = 0; i < ARRAY_SIZE(clocks); i++) {
-		cl[n] = (Perfetto__Protos__SyncClockRequest__Clock)PERFETTO__PROTOS__SYNC_CLOCK_REQUEST__CLOCK__INIT;
-		cl[n].has_clock_id = cl[n].has_timestamp = true;
-		cl[n].clock_id = clocks[i].id;
-		cl[n].timestamp = (uint64_t)ts[i].tv_sec * 1000000000ull + (uint64_t)ts[i].tv_nsec;
-		ptrs[n] = &cl[n];
-		n++;
+	for (size_t i = 0; i < n; i++) {
+		cl[i] = (Perfetto__Protos__SyncClockRequest__Clock)PERFETTO__PROTOS__SYNC_CLOCK_REQUEST__CLOCK__INIT;
+		cl[i].has_clock_id = cl[i].has_timestamp = true;
+		cl[i].clock_id = ids[i];
+		cl[i].timestamp = ts[i];
+		ptrs[i] = &cl[i];
 	}
-#if defined(__x86_64__)
-	cl[n] = (Perfetto__Protos__SyncClockRequest__Clock)PERFETTO__PROTOS__SYNC_CLOCK_REQUEST__CLOCK__INIT;
-	cl[n].has_clock_id = cl[n].has_timestamp = true;
-	cl[n].clock_id = 9; /* BUILTIN_CLOCK_TSC */
-	cl[n].timestamp = __rdtsc();
-	ptrs[n] = &cl[n];
-	n++;
-#endif
 	{
-		uint64_t boot = cl[0].timestamp;    /* CLOCK_BOOTTIME, first in clocks[] */
+		uint64_t boot = ts[0];    /* CLOCK_BOOTTIME, first of builtin_clocks_read() */
 
 		/* a call on the reply to the previous one: that trip's time */
 		if ((r->update_next || r->burst > 0) && boot > r->last_send_ns) {

@@ -633,6 +633,12 @@ int recorder_run(const struct recorder_options *o)
 			log_error("%s could not be set up (see above)", rec.reports[i].name);
 			rec.session_error = -ENODATA;
 		}
+	/* --previous-boot asked for one thing: a buffer with nothing in it saved nothing */
+	for (size_t i = 0; o->previous_boot && i < rec.n_reports && rec.session_error >= 0; i++)
+		if (!strcmp(rec.reports[i].name, "linux.frozen_ftrace") && rec.reports[i].events == 0) {
+			log_error("Instance '%s' held no event of a previous boot", o->previous_boot);
+			rec.session_error = -ENODATA;
+		}
 	/*
 	 * A stop (Ctrl-C, SIGTERM, -t) before any data source started leaves a
 	 * file with no data in it: say so rather than write it.

@@ -447,6 +447,7 @@ int svc_packets_remote_machines(struct svc_session *ss);
 
 /* Clock readings of one side of a SyncClock call. */
 #define SVC_RELAY_MAX_CLOCKS 16u
+_Static_assert(SVC_RELAY_MAX_CLOCKS >= BUILTIN_CLOCKS_MAX, "the service's own clocks fit");
 struct svc_clocks {
 	uint32_t n;
 	uint32_t id[SVC_RELAY_MAX_CLOCKS];

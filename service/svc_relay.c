@@ -15,10 +15,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 
 #include "ipc/ipc.h"
 #include "protos/perfetto/ipc/relay_port.pb-c.h"
@@ -59,28 +55,7 @@ void svc_producer_take_identity(struct svc_producer *p)
 
 void svc_clocks_now(struct svc_clocks *c)
 {
-	static const struct {
-		clockid_t clock;
-		uint32_t id;
-	} clocks[] = {
-		{ CLOCK_BOOTTIME, 6 },        { CLOCK_REALTIME_COARSE, 2 },
-		{ CLOCK_MONOTONIC_COARSE, 4 }, { CLOCK_REALTIME, 1 },
-		{ CLOCK_MONOTONIC, 3 },       { CLOCK_MONOTONIC_RAW, 5 },
-	};
-	struct timespec ts[ARRAY_SIZE(clocks)];
-
-	for (size_t i = 0; i < ARRAY_SIZE(clocks); i++)
-		if (clock_gettime(clocks[i].clock, &ts[i]) < 0)
-			ts[i] = (struct timespec){ 0 };
-	c->n = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(clocks); i++) {
-		c->id[c->n] = clocks[i].id;
-		c->ts[c->n++] = (uint64_t)ts[i].tv_sec * 1000000000ull + (uint64_t)ts[i].tv_nsec;
-	}
-#if defined(__x86_64__)
-	c->id[c->n] = 9; /* BUILTIN_CLOCK_TSC */
-	c->ts[c->n++] = __rdtsc();
-#endif
+	c->n = (uint32_t)builtin_clocks_read(c->id, c->ts);
 }
 
 static int relay_of(struct svc_producer *p, struct svc_relay **ret)

@@ -245,3 +245,17 @@ static inline int hex_digit_value(char c)
  * now_ns - clock_gettime(@clock) in nanoseconds.
  */
 uint64_t now_ns(int clock);
+
+/* The most builtin_clocks_read() returns. */
+#define BUILTIN_CLOCKS_MAX 7u
+
+/**
+ * builtin_clocks_read - every clock Perfetto snapshots, read back to back
+ * in traced's order (boottime, realtime coarse, monotonic coarse,
+ * realtime, monotonic, monotonic raw, and the TSC on x86-64): the service's
+ * ClockSnapshot packets and both sides of a relay clock sync.
+ * @ids: BUILTIN_CLOCKS_MAX BuiltinClock ids, filled.
+ * @ts: their readings, in ns (TSC ticks for the TSC); 0 for one that failed.
+ * Returns: how many were filled.
+ */
+size_t builtin_clocks_read(uint32_t *ids, uint64_t *ts);

@@ -5,6 +5,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
 #include "util/util.h"
 
 int read_full_fd(int fd, size_t max, char **ret_buf, size_t *ret_len)
@@ -90,6 +94,34 @@ uint64_t now_ns(int clock)
 	if (clock_gettime(clock, &ts) < 0)
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+size_t builtin_clocks_read(uint32_t *ids, uint64_t *ts)
+{
+	static const struct {
+		clockid_t clock;
+		uint32_t id;
+	} clocks[] = {
+		{ CLOCK_BOOTTIME, 6 },        { CLOCK_REALTIME_COARSE, 2 },
+		{ CLOCK_MONOTONIC_COARSE, 4 }, { CLOCK_REALTIME, 1 },
+		{ CLOCK_MONOTONIC, 3 },       { CLOCK_MONOTONIC_RAW, 5 },
+	};
+	struct timespec t[ARRAY_SIZE(clocks)];
+	size_t n = 0;
+
+	/* all of them first, as close together as possible */
+	for (size_t i = 0; i < ARRAY_SIZE(clocks); i++)
+		if (clock_gettime(clocks[i].clock, &t[i]) < 0)
+			t[i] = (struct timespec){ 0, 0 };
+	for (; n < ARRAY_SIZE(clocks); n++) {
+		ids[n] = clocks[n].id;
+		ts[n] = (uint64_t)t[n].tv_sec * 1000000000ull + (uint64_t)t[n].tv_nsec;
+	}
+#if defined(__x86_64__)
+	ids[n] = 9; /* BUILTIN_CLOCK_TSC */
+	ts[n++] = __rdtsc();
+#endif
+	return n;
 }
 
 int open_output_in_place(const char *path)

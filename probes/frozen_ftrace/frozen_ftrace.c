@@ -303,6 +303,12 @@ int frozen_ftrace_setup_at(const struct ds_env *env, const struct Perfetto__Prot
 							ftrace_tracefs_path(f->tfs), strerror(-r)));
 		return r;
 	}
+	if (f->events_failed) {
+		_cleanup_free_ char *w = strdup_printf("linux.frozen_ftrace: %u of the instance's event formats did "
+						       "not parse: their records are counted as skipped",
+						       f->events_failed);
+		(void)str_append_line(&warnings, w);
+	}
 	if (f->events_enabled == 0) {
 		set_error_text(ret_error, strdup_printf("linux.frozen_ftrace: %s has no event format that parses",
 							ftrace_tracefs_path(f->tfs)));
