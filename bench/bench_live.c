@@ -3,8 +3,8 @@
  * bench_live - the tracers side by side on a live workload.
  *
  *   bench_live [-t SECONDS] [-w PAIRS] [-r ROUNDS] [--recorder PATH] [--service PATH] [--subbuf KIB]
- *              [--only floor|floor-4k|compact|compact-4k|compact-mmap|plain|daemon|daemon-4k|trace-cmd|
- *                      sweep|subbuf] [--no-trace-cmd] [--rows]
+ *              [--perfetto DIR] [--only floor|floor-4k|compact|compact-4k|compact-mmap|plain|daemon|
+ *                      daemon-4k|traced|trace-cmd|sweep|subbuf] [--no-trace-cmd] [--rows]
  *
  * The pipe ping-pong workload runs for SECONDS (default 5) alone, then under
  * each tracer in turn; each tracer is started first, the workload runs once
@@ -21,6 +21,12 @@
  *     scan at start, new pids looked up after each pass), connected to
  *     tests/tp-test-service in another process as a stand-in for traced,
  *     so that its RSS is its own: one SMB mapping, no service thread;
+ *   - with --perfetto DIR (a build of Perfetto's traced, perfetto and
+ *     traced_probes): Perfetto's own traced on private sockets, with the
+ *     perfetto command line as the consumer and the daemon's config, and
+ *     as its producer traced_probes (4 KiB pages, all it reads), then
+ *     traced-probes at 4 KiB and at --subbuf KIB: the peer and us through
+ *     the same service;
  *   - trace-cmd record -e sched:sched_switch -e sched:sched_waking on the
  *     top-level buffer (its default), when installed and able to run.
  * CPU is wait4()'s rusage of the tracer (children included); for
@@ -692,6 +698,27 @@ static int wait_line(struct bench_child *ch, const char *want, double timeout_s)
 }
 
 /*
+ * The daemons' config: default settings, only the events and the instance
+ * named.  With process names, as a sched trace is usually taken: the /proc
+ * scan and the lookups of new pids after each pass are part of the cost.
+ */
+static int write_daemon_cfg(const char *path, const char *instance)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		return negative_errno();
+	fprintf(f, "buffers { size_kb: 65536 fill_policy: DISCARD }\n"
+		   "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
+		   "  ftrace_config { ftrace_events: \"sched/sched_switch\"\n"
+		   "    ftrace_events: \"sched/sched_waking\" instance_name: \"%s\" } } }\n"
+		   "data_sources { config { name: \"linux.process_stats\" target_buffer: 0\n"
+		   "  process_stats_config { scan_all_processes_on_start: true } } }\n"
+		   "duration_ms: 600000\n", instance);
+	return fclose(f) == 0 ? 0 : negative_errno();
+}
+
+/*
  * traced-probes as a daemon with default settings, its service in another
  * process: the RSS and CPU are the daemon's own.  Events are what the
  * kernel counts as read from the instance.
@@ -705,7 +732,6 @@ static int run_daemon(const char *service, struct live_result *res, FILE *notes)
 	struct rusage ru = {};
 	struct stat stb;
 	unsigned n_cpus;
-	FILE *f;
 	int r, status = 0, d_status = 0;
 
 	*res = (struct live_result){ .enabled_ms = -1, .drain_ms = -1 };
@@ -718,27 +744,9 @@ static int run_daemon(const char *service, struct live_result *res, FILE *notes)
 		return log_error_errno(r, "Cannot create instance %s: %m", name);
 	n_cpus = bench_ncpus(dir);
 	presize(dir, 0);
-	f = fopen(cfg, "we");
-	if (!f) {
-		r = negative_errno();
+	r = write_daemon_cfg(cfg, name);
+	if (r < 0)
 		goto out;
-	}
-	/*
-	 * Default settings: only the events and the instance are named.  With
-	 * process names, as a sched trace is usually taken: the /proc scan
-	 * and the lookups of new pids after each pass are part of the cost.
-	 */
-	fprintf(f, "buffers { size_kb: 65536 fill_policy: DISCARD }\n"
-		   "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
-		   "  ftrace_config { ftrace_events: \"sched/sched_switch\"\n"
-		   "    ftrace_events: \"sched/sched_waking\" instance_name: \"%s\" } } }\n"
-		   "data_sources { config { name: \"linux.process_stats\" target_buffer: 0\n"
-		   "  process_stats_config { scan_all_processes_on_start: true } } }\n"
-		   "duration_ms: 600000\n", name);
-	if (fclose(f) != 0) {
-		r = negative_errno();
-		goto out;
-	}
 	{
 		char *argv[] = { (char *)service, (char *)"-s", sock, (char *)"-c", cfg, (char *)"--txt",
 				 (char *)"-o", out_path, NULL };
@@ -1019,6 +1027,164 @@ out:
 
 /* ---- main ----------------------------------------------------------------- */
 
+/* ---- through Perfetto's own traced ---------------------------------------- */
+
+/*
+ * With --perfetto DIR (a Perfetto build's traced, perfetto and
+ * traced_probes): the peer and our daemon each record the same config
+ * through that traced, one at a time, with the perfetto command line as
+ * the consumer.  Everything runs on private sockets; CPU and RSS are the
+ * tracer's alone (wait4() of the tracer process), events what the kernel
+ * counts as read from the instance, as in run_daemon().
+ */
+static const char *arg_perfetto;
+
+/* perfetto --query until the tracer has registered linux.ftrace. */
+static int wait_registered(const char *perfetto, const char *tracer_name, const struct bench_child *tracer,
+			   double timeout_s)
+{
+	uint64_t deadline = bench_mono_ns() + (uint64_t)(timeout_s * 1e9);
+	char cmd[PATH_MAX + 64];
+
+	(void)snprintf(cmd, sizeof(cmd), "%s --query 2>/dev/null", perfetto);
+	while (!arg_stop && bench_mono_ns() < deadline && !bench_child_exited(tracer)) {
+		uint64_t n = 0;
+
+		(void)run_popen_count(cmd, "linux.ftrace ", &n, NULL);
+		if (n > 0)
+			return 0;
+		bench_sleep_ns(20 * 1000 * 1000);
+	}
+	log_debug("%s did not register linux.ftrace", tracer_name);
+	return -ETIMEDOUT;
+}
+
+static bool wait_path(const char *path, double timeout_s)
+{
+	uint64_t deadline = bench_mono_ns() + (uint64_t)(timeout_s * 1e9);
+
+	while (!arg_stop && bench_mono_ns() < deadline) {
+		if (access(path, F_OK) == 0)
+			return true;
+		bench_sleep_ns(5 * 1000 * 1000);
+	}
+	return false;
+}
+
+/* @peer: Perfetto's traced_probes, else traced-probes (arg_recorder). */
+static int run_via_traced(bool peer, struct live_result *res, FILE *notes)
+{
+	char name[64], dir[PATH_MAX], psock[PATH_MAX], csock[PATH_MAX], cfg[PATH_MAX], out_path[PATH_MAX];
+	char traced[PATH_MAX], perfetto[PATH_MAX], probes[PATH_MAX];
+	const char *who = peer ? "traced_probes" : "traced-probes daemon";
+	_cleanup_free_ char *t_out = NULL, *c_out = NULL, *d_out = NULL;
+	struct bench_child svc = { .in_fd = -EBADF, .out_fd = -EBADF };
+	struct bench_child d = { .in_fd = -EBADF, .out_fd = -EBADF };
+	struct bench_child cons = { .in_fd = -EBADF, .out_fd = -EBADF };
+	struct rusage ru = {};
+	struct stat stb;
+	unsigned n_cpus;
+	int r, c_status = 0, d_status = 0, t_status = 0;
+
+	*res = (struct live_result){ .enabled_ms = -1, .drain_ms = -1 };
+	(void)snprintf(traced, sizeof(traced), "%s/traced", arg_perfetto);
+	(void)snprintf(perfetto, sizeof(perfetto), "%s/perfetto", arg_perfetto);
+	(void)snprintf(probes, sizeof(probes), "%s/traced_probes", arg_perfetto);
+	(void)snprintf(name, sizeof(name), "tp-bench-traced-%d", (int)getpid());
+	(void)snprintf(psock, sizeof(psock), "/tmp/tp-bench-%d-producer.sock", (int)getpid());
+	(void)snprintf(csock, sizeof(csock), "/tmp/tp-bench-%d-consumer.sock", (int)getpid());
+	(void)snprintf(cfg, sizeof(cfg), "/tmp/tp-bench-%d-traced.pbtxt", (int)getpid());
+	(void)snprintf(out_path, sizeof(out_path), "/tmp/tp-bench-%d-traced.pftrace", (int)getpid());
+	(void)unlink(psock);
+	(void)unlink(csock);
+	r = bench_instance_create(name, dir, sizeof(dir));
+	if (r < 0)
+		return log_error_errno(r, "Cannot create instance %s: %m", name);
+	n_cpus = bench_ncpus(dir);
+	presize(dir, 0);
+	r = write_daemon_cfg(cfg, name);
+	if (r < 0)
+		goto out;
+	(void)setenv("PERFETTO_PRODUCER_SOCK_NAME", psock, 1);
+	(void)setenv("PERFETTO_CONSUMER_SOCK_NAME", csock, 1);
+	{
+		char *argv[] = { traced, NULL };
+
+		r = bench_spawn(argv, /* want_stdin= */ false, &svc);
+	}
+	if (r >= 0 && !wait_path(csock, 10))
+		r = -ETIMEDOUT;
+	if (r >= 0) {
+		char *argv[] = { peer ? probes : (char *)arg_recorder, NULL };
+
+		r = bench_spawn(argv, /* want_stdin= */ false, &d);
+	}
+	if (r >= 0)
+		r = wait_registered(perfetto, who, &d, 10);
+	if (r >= 0) {
+		char *argv[] = { perfetto, (char *)"--txt", (char *)"-c", cfg, (char *)"-o", out_path, NULL };
+
+		r = bench_spawn(argv, /* want_stdin= */ false, &cons);
+	}
+	if (r >= 0) {
+		struct steady st = { .dir = dir, .n_cpus = n_cpus };
+
+		res->enabled_ms = wait_file(&cons, dir, "events/sched/sched_switch/enable", "1", 10);
+		if (res->enabled_ms >= 0)
+			res->drain_ms = wait_first_read(&cons, dir, n_cpus, 1);
+		if (res->enabled_ms < 0)
+			r = -ETIMEDOUT;
+		steady_begin(&st, d.pid);
+		if (r >= 0 && !arg_stop) {
+			uint64_t start = bench_mono_ns();
+
+			r = bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &res->rate);
+			if (r >= 0)
+				steady_end(&st, d.pid, res);
+			read_rss(d.pid, res);
+			res->window_ns = bench_mono_ns() - start;
+		}
+		res->events = sum_stat(dir, n_cpus, "read events");
+		res->overruns = sum_stat(dir, n_cpus, "overrun");
+	}
+	/* The consumer ends the session and writes the trace; then the tracer, then traced. */
+	if (cons.pid > 0) {
+		bench_child_signal(&cons, SIGINT);
+		(void)bench_child_finish(&cons, &c_out, &c_status, NULL, NULL);
+	}
+	if (d.pid > 0) {
+		bench_child_signal(&d, SIGTERM);
+		if (bench_child_finish(&d, &d_out, &d_status, &ru, &res->main_ns) >= 0) {
+			res->cpu_ns = rusage_ns(&ru);
+			res->maxrss_kb = ru.ru_maxrss;
+		}
+	}
+	if (svc.pid > 0) {
+		bench_child_signal(&svc, SIGTERM);
+		(void)bench_child_finish(&svc, &t_out, &t_status, NULL, NULL);
+	}
+	if (stat(out_path, &stb) == 0)
+		res->out_bytes = (uint64_t)stb.st_size;
+	res->ok = r >= 0 && res->events > 0 && res->out_bytes > 0 && WIFEXITED(c_status) &&
+		  WEXITSTATUS(c_status) == 0;
+	if (!res->ok) {
+		bench_note(notes, "%s through traced failed (%s; perfetto status 0x%x): perfetto: %s", who,
+			   r < 0 ? strerror(-r) : "no trace", c_status, one_line(c_out ? c_out : ""));
+		bench_note(notes, "%s output: %s", who, one_line(d_out ? d_out : ""));
+		bench_note(notes, "traced output: %s", one_line(t_out ? t_out : ""));
+	}
+out:
+	(void)unsetenv("PERFETTO_PRODUCER_SOCK_NAME");
+	(void)unsetenv("PERFETTO_CONSUMER_SOCK_NAME");
+	(void)unlink(cfg);
+	(void)unlink(out_path);
+	(void)unlink(psock);
+	(void)unlink(csock);
+	if (bench_instance_remove(name) < 0)
+		log_warning("Could not remove %s", dir);
+	return r;
+}
+
 static void on_signal(int sig)
 {
 	arg_stop = 1;
@@ -1034,6 +1200,7 @@ static int parse_args(int argc, char **argv)
 		{ "service", required_argument, NULL, 'S' },
 		{ "only", required_argument, NULL, 'O' },
 		{ "subbuf", required_argument, NULL, 'B' },
+		{ "perfetto", required_argument, NULL, 'T' },
 		{ "no-trace-cmd", no_argument, NULL, 'N' },
 		{ "rows", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1071,6 +1238,9 @@ static int parse_args(int argc, char **argv)
 				return log_error_errno(-EINVAL, "Bad sub-buffer size (KiB, 4..512, a power of two): %s",
 						       optarg);
 			break;
+		case 'T':
+			arg_perfetto = optarg;
+			break;
 		case 'N':
 			arg_trace_cmd = false;
 			break;
@@ -1079,8 +1249,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: %s [-t SECONDS] [-w PAIRS] [-r ROUNDS] [--recorder PATH] [--service PATH]\n"
-			       "       [--subbuf KIB] [--only floor|floor-4k|compact|compact-4k|compact-mmap|plain|daemon|\n"
-			       "       daemon-4k|trace-cmd|sweep|subbuf] [--no-trace-cmd] [--rows]\n", argv[0]);
+			       "       [--subbuf KIB] [--perfetto DIR] [--only floor|floor-4k|compact|compact-4k|\n"
+			       "       compact-mmap|plain|daemon|daemon-4k|traced|trace-cmd|sweep|subbuf] [--no-trace-cmd]\n"
+			       "       [--rows]\n", argv[0]);
 			return 0;
 		default:
 			return -EINVAL;
@@ -1215,7 +1386,7 @@ static void run_subbuf_sweep(const char *self, FILE *out)
 int main(int argc, char **argv)
 {
 	struct live_result floor_res = {}, floor_sb = {}, comp = {}, comp4 = {}, comp_map = {}, plain = {}, tc = {},
-			   dmn = {}, dmn4 = {};
+			   dmn = {}, dmn4 = {}, peer = {}, vt = {}, vt4 = {};
 	unsigned chosen;
 	_cleanup_free_ char *recorder = NULL, *service = NULL, *notes_buf = NULL;
 	char self[PATH_MAX];
@@ -1244,6 +1415,19 @@ int main(int argc, char **argv)
 	if (!arg_service) {
 		service = build_path("tests/tp-test-service");
 		arg_service = service;
+	}
+	if (arg_perfetto) {
+		static const char *const need[] = { "traced", "perfetto", "traced_probes" };
+
+		for (size_t i = 0; i < ARRAY_SIZE(need); i++) {
+			char p[PATH_MAX];
+
+			(void)snprintf(p, sizeof(p), "%s/%s", arg_perfetto, need[i]);
+			if (access(p, X_OK) < 0) {
+				log_error("--perfetto %s: no %s there", arg_perfetto, need[i]);
+				return 1;
+			}
+		}
 	}
 	if (!arg_recorder || access(arg_recorder, X_OK) < 0) {
 		log_error("traced-probes not found (%s); pass --recorder PATH",
@@ -1336,6 +1520,21 @@ int main(int argc, char **argv)
 					   arg_service ? arg_service : "?");
 			}
 		}
+		if (!arg_stop && arg_perfetto && want("traced")) {
+			/* traced_probes reads 4 KiB pages only: its instance keeps them. */
+			set_subbuf_env(4);
+			(void)run_via_traced(true, &tmp, notes);
+			keep_best(&peer, &tmp, false);
+			if (!arg_stop) {
+				(void)run_via_traced(false, &tmp, notes);
+				keep_best(&vt4, &tmp, false);
+			}
+			set_subbuf_env(chosen);
+			if (!arg_stop && chosen != 4) {
+				(void)run_via_traced(false, &tmp, notes);
+				keep_best(&vt, &tmp, false);
+			}
+		}
 		if (arg_trace_cmd && !arg_stop && want("trace-cmd")) {
 			if (have_program("trace-cmd")) {
 				/* Its notes (flags it needed, what it left behind) once. */
@@ -1374,6 +1573,10 @@ int main(int argc, char **argv)
 		print_live_row(l4, &plain, base, true, floor_ns);
 		print_live_row("traced-probes daemon, compact, 4 KiB pages, live", &dmn4, base, false, floor_ns);
 		print_live_row(l5, &dmn, base, false, floor_ns);
+		(void)snprintf(l5, sizeof(l5), "traced-probes daemon via traced, %u KiB sub-buffers, live", chosen);
+		print_live_row("Perfetto traced_probes via traced, 4 KiB pages, live", &peer, base, false, floor_ns);
+		print_live_row("traced-probes daemon via traced, 4 KiB pages, live", &vt4, base, false, floor_ns);
+		print_live_row(l5, &vt, base, false, floor_ns);
 	}
 	print_live_row("trace-cmd record, live", &tc, base, false, floor_ns);
 	fclose(notes);
@@ -1414,11 +1617,12 @@ int main(int argc, char **argv)
 			   dmn.window_ns ? (double)dmn.commits * 1e9 / (double)dmn.window_ns : 0.0);
 	{
 		const struct live_result *rs[] = { &floor_res, &floor_sb, &comp4, &comp, &comp_map, &plain, &dmn4,
-						   &dmn };
+						   &dmn, &peer, &vt4, &vt };
 		const char *names[] = { "floor 4k", "floor sub-buffers", "record compact 4k", "record compact",
-					"record compact mmap", "record plain", "daemon 4k", "daemon" };
+					"record compact mmap", "record plain", "daemon 4k", "daemon",
+					"traced_probes via traced", "daemon 4k via traced", "daemon via traced" };
 		double fl = floor_res.steady_events ? (double)floor_res.steady_ns / floor_res.steady_events : 0;
-		char line[1200];
+		char line[1600];
 		int k = snprintf(line, sizeof(line), "steady state (main thread's CPU during the workload"
 				 " over the events read in it; setup and teardown left out; x: of the 4 KiB floor):");
 
@@ -1437,6 +1641,22 @@ int main(int argc, char **argv)
 		if (k > 0 && (size_t)k < sizeof(line) && line[k - 1] == ',')
 			line[k - 1] = 0;
 		bench_note(stdout, "%s", line);
+	}
+	if (peer.ok && (vt.ok || vt4.ok)) {
+		const struct live_result *ours = vt.ok ? &vt : &vt4;
+		double p = ns_per_event(&peer, false), ps = peer.steady_events ?
+				(double)peer.steady_ns / (double)peer.steady_events : 0;
+
+		bench_note(stdout, "through the same traced (Perfetto's, consumer its perfetto command line),"
+			   " whole tracer process: traced_probes %.1f ns/event, %.2f MiB peak RSS; the daemon at"
+			   " %u KiB %.1f ns/event (%.2fx traced_probes), %.2f MiB; at 4 KiB %.1f ns/event (%.2fx);"
+			   " steady state: traced_probes %.1f, the daemon %.1f (%.2fx)", p, peer.maxrss_kb / 1024.0,
+			   vt.ok ? chosen : 4u, ns_per_event(ours, false), ns_per_event(ours, false) / p,
+			   ours->maxrss_kb / 1024.0, vt4.ok ? ns_per_event(&vt4, false) : -1.0,
+			   vt4.ok ? ns_per_event(&vt4, false) / p : -1.0, ps,
+			   ours->steady_events ? (double)ours->steady_ns / (double)ours->steady_events : -1.0,
+			   ps > 0 && ours->steady_events ?
+				   (double)ours->steady_ns / (double)ours->steady_events / ps : -1.0);
 	}
 	if (comp.ok || plain.ok)
 		bench_note(stdout, "traced-probes record whole process (producer + in-process service"

@@ -22,6 +22,9 @@
 #                     with 4 KiB ones) and the sub-buffer sweep (about
 #                     three minutes together)
 #   BENCH_SUBBUF      the sub-buffer KiB of the traced-probes rows (default 64)
+#   BENCH_PERFETTO    a folder with a build of Perfetto's traced, perfetto and
+#                     traced_probes: adds traced_probes and the daemon
+#                     recording through that same traced (about a minute more)
 set -eu
 
 build=${1:-build}
@@ -60,8 +63,12 @@ if [ -x "$smbw" ]; then
 	"$smbw" --rows >"$tmp/smb" 2>>"$tmp/drain.err" || status=$?
 fi
 subbuf=${BENCH_SUBBUF:-64}
+set --
+if [ -n "${BENCH_PERFETTO:-}" ]; then
+	set -- --perfetto "$BENCH_PERFETTO"
+fi
 # shellcheck disable=SC2086
-"$live" --rows --rounds 2 -t 10 --subbuf "$subbuf" --recorder "$recorder" ${BENCH_LIVE_ARGS:-} >"$tmp/live" 2>"$tmp/live.err" || status=$?
+"$live" --rows --rounds 2 -t 10 --subbuf "$subbuf" --recorder "$recorder" "$@" ${BENCH_LIVE_ARGS:-} >"$tmp/live" 2>"$tmp/live.err" || status=$?
 : >"$tmp/subbuf"
 if [ -z "${BENCH_NO_SWEEP:-}" ]; then
 	"$live" -t 3 --only sweep --subbuf "$subbuf" --recorder "$recorder" >"$tmp/sweep" 2>>"$tmp/live.err" || status=$?

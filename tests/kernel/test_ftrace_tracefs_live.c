@@ -407,9 +407,8 @@ START_TEST(test_deferred_resize)
 	struct ftrace_tracefs_params p = { .buffer_size_kb = 4096, .defer_resize = true };
 	char *err = NULL, *v, *before = read_text(g_inst_dir, "buffer_size_kb"), *state = state_file_path();
 	struct ftrace_tracefs *t;
+	struct ftrace_tracefs_resized rs;
 	struct pollfd pfd;
-	uint64_t ns = 0;
-	uint32_t kb = 0;
 	int fd = -1;
 
 	t = open_inst(g_state_dir);
@@ -425,9 +424,10 @@ START_TEST(test_deferred_resize)
 	ck_assert(ftrace_tracefs_resizing(t));
 	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
 	ck_assert_int_eq(poll(&pfd, 1, RESIZE_HANG_MS), 1);
-	ck_assert_int_eq(ftrace_tracefs_resize_finish(t, &kb, &ns, &err), 0);
+	ck_assert_int_eq(ftrace_tracefs_resize_finish(t, &rs, &err), 0);
 	ck_assert_ptr_null(err);
-	ck_assert_uint_eq(kb, 4096);
+	ck_assert_uint_eq(rs.buffer_kb, 4096);
+	ck_assert_uint_eq(rs.subbuf_kb, 0);
 	ck_assert(!ftrace_tracefs_resizing(t) && !ftrace_tracefs_resize_planned(t));
 	ck_assert_uint_eq(ftrace_tracefs_cached_buffer_kb(t), 4096);
 	v = read_text(g_inst_dir, "buffer_size_kb");
@@ -791,6 +791,74 @@ START_TEST(test_subbuf_set_and_restored)
 }
 END_TEST
 
+/*
+ * Deferred (the daemon's way), the sub-buffer write goes to the resize
+ * thread with the buffer_size_kb one, before it: the attach on the loop
+ * changes neither, the thread writes both, the restore puts both back.
+ * A sub-buffer size alone (buffer already at its size) still needs the
+ * thread.
+ */
+START_TEST(test_subbuf_deferred_to_resize_thread)
+{
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 2048, .subbuf_kb = 64, .defer_resize = true };
+	char *err = NULL, *before = read_text(g_inst_dir, "buffer_size_kb"), *v;
+	struct ftrace_tracefs_resized rs;
+	struct ftrace_tracefs *t;
+	struct pollfd pfd;
+	size_t ps = 0;
+	int fd = -1;
+
+	if (!has_subbuf()) {
+		free(before);
+		return;
+	}
+	for (int round = 0; round < 2; round++) {
+		t = open_inst(g_state_dir);
+		ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+		ck_assert_int_eq(ftrace_tracefs_subbuf_outcome(t), FTRACE_SUBBUF_SET);
+		ck_assert_uint_eq(subbuf_now(), 4); /* not on the attach */
+		ck_assert(ftrace_tracefs_remembered(t, "buffer_subbuf_size_kb"));
+		ck_assert(ftrace_tracefs_resize_planned(t));
+		ck_assert_int_eq(ftrace_tracefs_resize_start(t, &fd), 1);
+		pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+		ck_assert_int_eq(poll(&pfd, 1, RESIZE_HANG_MS), 1);
+		ck_assert_int_eq(ftrace_tracefs_resize_finish(t, &rs, &err), 0);
+		ck_assert_ptr_null(err);
+		ck_assert_uint_eq(rs.subbuf_kb, 64);
+		ck_assert(!rs.subbuf_refused);
+		ck_assert_uint_eq(subbuf_now(), 64);
+		ck_assert_int_eq(ftrace_tracefs_page_size(t, &ps), 0);
+		ck_assert_uint_eq(ps, 65536);
+		if (round == 0) {
+			ck_assert_uint_eq(rs.buffer_kb, 2048);
+			v = read_text(g_inst_dir, "buffer_size_kb");
+			ck_assert_int_ge(atoi(v), 2048);
+			free(v);
+		} else {
+			ck_assert_uint_eq(rs.buffer_kb, 0); /* the size was already right */
+		}
+		ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+		ftrace_tracefs_free(t);
+		ck_assert_uint_eq(subbuf_now(), 4);
+		v = read_text(g_inst_dir, "buffer_size_kb");
+		ck_assert_str_eq(v, before);
+		free(v);
+		/* The second round asks for the size the buffer has. */
+		p.buffer_size_kb = (uint32_t)atoi(before);
+	}
+	/* Left before the thread ran: nothing was written, nothing is left. */
+	p.buffer_size_kb = 2048;
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	ck_assert_uint_eq(subbuf_now(), 4);
+	free(before);
+	fixture_reset();
+	assert_untouched();
+}
+END_TEST
+
 /* A process killed with the sub-buffers changed: the next start puts them back, pages too. */
 START_TEST(test_subbuf_recovered_after_sigkill)
 {
@@ -1105,6 +1173,7 @@ static Suite *suite(void)
 	tcase_add_test(k, test_two_sessions_union);
 	tcase_add_test(k, test_recover_replays_leftover);
 	tcase_add_test(k, test_subbuf_set_and_restored);
+	tcase_add_test(k, test_subbuf_deferred_to_resize_thread);
 	tcase_add_test(k, test_subbuf_recovered_after_sigkill);
 	tcase_add_test(k, test_recover_refuses_bad_files);
 	tcase_add_test(k, test_attach_replays_leftover_first);

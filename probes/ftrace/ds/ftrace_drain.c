@@ -433,22 +433,34 @@ void ftrace_drain_arm_wake(struct ftrace_drain *d)
 
 /* ---- the directory's buffer resize ---------------------------------------- */
 
+void ftrace_note_subbuf_refused(struct ftrace_tracefs *tfs, uint32_t kb)
+{
+	log_notice("linux.ftrace: %s: sub-buffers of %u KiB refused (%s); reading the kernel's",
+		   ftrace_tracefs_path(tfs), kb, ftrace_tracefs_subbuf_error(tfs) ?: "?");
+}
+
 static void resize_done(struct ftrace_drain *d)
 {
 	_cleanup_free_ char *err = NULL;
 	struct ftrace_drain_reader *next;
-	uint64_t ns = 0;
-	uint32_t kb = 0;
-	char why[512];
+	struct ftrace_tracefs_resized rs = {};
+	char what[96] = "", why[512];
 	int r;
 
 	d->resize = loop_source_disable_unref(d->resize);
-	r = ftrace_tracefs_resize_finish(d->tfs, &kb, &ns, &err);
+	r = ftrace_tracefs_resize_finish(d->tfs, &rs, &err);
+	if (rs.subbuf_refused)
+		ftrace_note_subbuf_refused(d->tfs, rs.subbuf_kb);
+	if (rs.subbuf_kb > 0)
+		(void)snprintf(what, sizeof(what), "buffer_subbuf_size_kb %u%s", rs.subbuf_kb,
+			       rs.buffer_kb > 0 ? " and " : "");
+	if (rs.buffer_kb > 0)
+		(void)snprintf(what + strlen(what), sizeof(what) - strlen(what), "buffer_size_kb %u", rs.buffer_kb);
 	if (r < 0)
-		(void)snprintf(why, sizeof(why), "buffer_size_kb %u failed after %.1f s (%s); recording with the "
-			       "buffer size the kernel kept", kb, (double)ns / 1e9, err ? err : strerror(-r));
+		(void)snprintf(why, sizeof(why), "%s failed after %.1f s (%s); recording with the "
+			       "buffer size the kernel kept", what, (double)rs.ns / 1e9, err ? err : strerror(-r));
 	else
-		(void)snprintf(why, sizeof(why), "buffer_size_kb %u took %.1f s", kb, (double)ns / 1e9);
+		(void)snprintf(why, sizeof(why), "%s took %.1f s", what, (double)rs.ns / 1e9);
 	/* a failure is news even when no start waited for it */
 	log_full_errno(r < 0 ? LOG_LEVEL_WARNING : LOG_LEVEL_DEBUG, 0, "linux.ftrace: %s: %s",
 		       ftrace_tracefs_path(d->tfs), why);

@@ -364,6 +364,7 @@ static void note_subbuf(struct ftrace_ds *ds, uint32_t kb)
 
 	switch (ftrace_tracefs_subbuf_outcome(ds->tfs)) {
 	case FTRACE_SUBBUF_SET:
+		/* Deferred, the resize thread writes it and its end says whether the kernel took it. */
 		log_debug("linux.ftrace: %s: sub-buffers of %u KiB", path, kb);
 		break;
 	case FTRACE_SUBBUF_ABSENT:
@@ -372,8 +373,7 @@ static void note_subbuf(struct ftrace_ds *ds, uint32_t kb)
 				   "have it): ring buffers are read a page at a time");
 		break;
 	case FTRACE_SUBBUF_REFUSED:
-		log_notice("linux.ftrace: %s: sub-buffers of %u KiB refused (%s); reading the kernel's", path,
-			   kb, ftrace_tracefs_subbuf_error(ds->tfs) ?: "?");
+		ftrace_note_subbuf_refused(ds->tfs, kb);
 		break;
 	default:
 		break;

@@ -145,6 +145,8 @@ bool ftrace_drain_resizing(const struct ftrace_drain *d);
 void ftrace_drain_resize_wait(struct ftrace_drain *d);
 /* Stop watching the eventfd: the last detach is about to join the thread and close it. */
 void ftrace_drain_resize_forget(struct ftrace_drain *d);
+/* Say once, as a notice, that the kernel kept its sub-buffer size rather than @kb. */
+void ftrace_note_subbuf_refused(struct ftrace_tracefs *tfs, uint32_t kb);
 
 /* ==== mmap readers (ftrace_cpu_map.c) ==== */
 /*

@@ -220,13 +220,19 @@ int ftrace_tracefs_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_
 
 /* -- the buffer resize off the loop thread (ftrace_tracefs_resize.c) -- */
 
+/*
+ * With defer_resize, the first attach plans the buffer_size_kb write and
+ * the buffer_subbuf_size_kb write (either or both): both rebuild every
+ * CPU's buffer.  "Resize" below is the two together.
+ */
+
 /* A resize the first attach planned (defer_resize) and nobody started yet. */
 bool ftrace_tracefs_resize_planned(const struct ftrace_tracefs *t);
 /* A resize thread is running, or has finished and not been joined. */
 bool ftrace_tracefs_resizing(const struct ftrace_tracefs *t);
 
 /**
- * ftrace_tracefs_resize_start - write the planned buffer_size_kb on a
+ * ftrace_tracefs_resize_start - write the planned sizes on a
  * thread of its own.  The thread uses only the directory's fd; the caller
  * must not close it (ftrace_tracefs_detach() and _free() join first).
  * @ret_fd: an eventfd that becomes readable when the write has returned
@@ -236,15 +242,24 @@ bool ftrace_tracefs_resizing(const struct ftrace_tracefs *t);
  */
 int ftrace_tracefs_resize_start(struct ftrace_tracefs *t, int *ret_fd);
 
+struct ftrace_tracefs_resized {
+	uint32_t buffer_kb;     /* buffer_size_kb asked for; 0: none */
+	uint32_t subbuf_kb;     /* buffer_subbuf_size_kb asked for; 0: none */
+	bool subbuf_refused;    /* ftrace_tracefs_subbuf_error() says why */
+	uint64_t ns;            /* how long the kernel took for both */
+};
+
 /**
  * ftrace_tracefs_resize_finish - join the resize thread (blocks until the
- * write returned; at once after the eventfd fired), or do a planned write
- * that was never started, here.  A failed resize leaves the kernel's size
- * as it was (the undo entry stays, and is harmless).
- * @ret_kb, @ret_ns: the size asked for, and how long the write took.
- * Returns: 0 (also when there was nothing to do) or the write's -errno.
+ * writes returned; at once after the eventfd fired), or do planned writes
+ * that were never started, here.  A failed resize leaves the kernel's size
+ * as it was (the undo entry stays, and is harmless); a refused sub-buffer
+ * size is not an error (the outcome becomes FTRACE_SUBBUF_REFUSED).
+ * @ret: what was asked for, and how long it took.
+ * Returns: 0 (also when there was nothing to do) or the buffer_size_kb
+ * write's -errno.
  */
-int ftrace_tracefs_resize_finish(struct ftrace_tracefs *t, uint32_t *ret_kb, uint64_t *ret_ns,
+int ftrace_tracefs_resize_finish(struct ftrace_tracefs *t, struct ftrace_tracefs_resized *ret,
 				 char **ret_error);
 
 /**

@@ -55,6 +55,7 @@ struct ftrace_tracefs {
 	char *subbuf_error;             /* the kernel's refusal of our sub-buffer size */
 	/* the buffer resize (ftrace_tracefs_resize.c) */
 	uint32_t resize_kb;             /* planned by the first attach, not written yet; 0: none */
+	uint32_t resize_subbuf_kb;      /* the sub-buffer size planned with it; 0: none */
 	struct ftrace_tracefs_resize *resize;   /* its thread, while one runs */
 
 	/* directory-wide features (ftrace_tracefs_features.c) */
@@ -79,6 +80,17 @@ int ftrace_tracefs_root_dirfd(const struct ftrace_tracefs *t);
  * planned one: the restore is about to write buffer_size_kb back.
  */
 void ftrace_tracefs_resize_join(struct ftrace_tracefs *t);
+
+/*
+ * Write the planned sub-buffer size now (ftrace_tracefs_resize.c); a
+ * refusal goes to ftrace_tracefs_subbuf_refused().
+ */
+void ftrace_tracefs_subbuf_write(struct ftrace_tracefs *t, uint32_t kb);
+/*
+ * The kernel refused our sub-buffer size and kept its own: drop the undo
+ * entry, say why (@why: owned; NULL when out of memory).
+ */
+void ftrace_tracefs_subbuf_refused(struct ftrace_tracefs *t, char *why);
 
 /* Snapshot error_log so that older entries are not blamed on our writes. */
 void ftrace_tracefs_note_kernel_error(struct ftrace_tracefs *t);

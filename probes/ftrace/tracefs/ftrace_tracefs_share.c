@@ -114,30 +114,6 @@ static enum ftrace_subbuf_outcome subbuf_plan(struct ftrace_tracefs *t, uint32_t
 	return FTRACE_SUBBUF_SET;
 }
 
-/*
- * Write the planned sub-buffer size.  The kernel reallocates every CPU's
- * buffer at its current size in the new sub-buffers (and drops what it
- * held: we have just cleared it).  A refusal is not fatal: the session
- * reads the kernel's sub-buffers, only at a higher cost per event.
- */
-static void subbuf_write(struct ftrace_tracefs *t, uint32_t kb)
-{
-	_cleanup_free_ char *err = NULL;
-	char v[16];
-	int r;
-
-	(void)snprintf(v, sizeof(v), "%u", kb);
-	r = ftrace_tracefs_write(t, "buffer_subbuf_size_kb", v, &err);
-	if (r >= 0)
-		return;
-	/* The kernel kept its size (it restores the old one on failure): nothing to put back. */
-	ftrace_tracefs_forget(t, "buffer_subbuf_size_kb");
-	(void)ftrace_tracefs_persist(t);
-	t->subbuf_outcome = FTRACE_SUBBUF_REFUSED;
-	free(t->subbuf_error);
-	t->subbuf_error = err ? TAKE_PTR(err) : strdup(strerror(-r));
-}
-
 enum ftrace_subbuf_outcome ftrace_tracefs_subbuf_outcome(const struct ftrace_tracefs *t)
 {
 	return t ? t->subbuf_outcome : _FTRACE_SUBBUF_OUTCOME_INVALID;
@@ -264,9 +240,15 @@ static int first_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_pa
 	r = setup_clock(t, p->mono_raw, ret_error);
 	if (r < 0)
 		return r;
-	/* Before the resize: the kernel sizes the buffer in whole sub-buffers of the new size. */
-	if (t->subbuf_outcome == FTRACE_SUBBUF_SET)
-		subbuf_write(t, p->subbuf_kb);
+	/*
+	 * The sub-buffer size before the resize: the kernel sizes the buffer
+	 * in whole sub-buffers of the new size.  Deferred, both go to the
+	 * resize thread, which keeps that order.
+	 */
+	if (t->subbuf_outcome == FTRACE_SUBBUF_SET && p->defer_resize)
+		t->resize_subbuf_kb = p->subbuf_kb;
+	else if (t->subbuf_outcome == FTRACE_SUBBUF_SET)
+		ftrace_tracefs_subbuf_write(t, p->subbuf_kb);
 	if (resize && p->defer_resize) {
 		t->resize_kb = buffer_kb_to_write(p->buffer_size_kb);
 	} else if (resize) {
@@ -295,6 +277,7 @@ int ftrace_tracefs_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_
 			t->clock = -1;
 			t->cached_buffer_kb = 0;
 			t->resize_kb = 0;
+			t->resize_subbuf_kb = 0;
 			t->subbuf_outcome = FTRACE_SUBBUF_KEPT;
 			return r;
 		}
