@@ -28,7 +28,8 @@
  *     traced-probes at 4 KiB and at --subbuf KIB: the peer and us through
  *     the same service;
  *   - trace-cmd record -e sched:sched_switch -e sched:sched_waking on the
- *     top-level buffer (its default), when installed and able to run.
+ *     top-level buffer (its default), when installed and able to run; and
+ *     again with --subbuf-size KIB when its version has the option (3.3+).
  * CPU is wait4()'s rusage of the tracer (children included); for
  * traced-probes record, whose service thread stands in for traced, the
  * producer's main thread alone (schedstat of the exited child) and the
@@ -992,6 +993,8 @@ out:
 /* What trace-cmd record may leave changed on the top level, to put back. */
 static const char *const top_files[] = {
 	BENCH_TRACEFS "/tracing_on",
+	/* before buffer_size_kb: the kernel keeps a buffer's bytes across a sub-buffer change */
+	BENCH_TRACEFS "/buffer_subbuf_size_kb",
 	BENCH_TRACEFS "/buffer_size_kb",
 	BENCH_TRACEFS "/current_tracer",
 	BENCH_TRACEFS "/options/function-trace",
@@ -1108,9 +1111,19 @@ static int run_popen_count(const char *cmd, const char *needle, uint64_t *ret_co
 	return pclose(f) == 0 ? 0 : -EIO;
 }
 
-static int run_trace_cmd(struct live_result *res, FILE *notes)
+/* trace-cmd 3.3 and later take --subbuf-size KIB (3.1, Debian 12's, does not). */
+static bool trace_cmd_has_subbuf(void)
 {
-	char path[PATH_MAX], cmd[PATH_MAX + 64], flags_note[256] = "";
+	uint64_t n = 0;
+
+	(void)run_popen_count("trace-cmd record -h 2>&1", "--subbuf-size", &n, NULL);
+	return n > 0;
+}
+
+/* @subbuf_kb: trace-cmd's --subbuf-size, 0: its default (the kernel's sub-buffers, as found). */
+static int run_trace_cmd(unsigned subbuf_kb, struct live_result *res, FILE *notes)
+{
+	char path[PATH_MAX], cmd[PATH_MAX + 64], flags_note[256] = "", kb[16];
 	_cleanup_free_ char *out = NULL;
 	struct bench_child ch = { .in_fd = -EBADF, .out_fd = -EBADF };
 	struct top_state saved = {};
@@ -1144,6 +1157,11 @@ static int run_trace_cmd(struct live_result *res, FILE *notes)
 	argv[argc++] = (char *)"sched:sched_waking";
 	argv[argc++] = (char *)"-o";
 	argv[argc++] = path;
+	if (subbuf_kb) {
+		(void)snprintf(kb, sizeof(kb), "%u", subbuf_kb);
+		argv[argc++] = (char *)"--subbuf-size";
+		argv[argc++] = kb;
+	}
 	argv[argc] = NULL;
 	if (flags_note[0])
 		bench_note(notes, "trace-cmd needed%s", flags_note);
@@ -1555,7 +1573,7 @@ static void run_subbuf_sweep(const char *self, FILE *out)
 int main(int argc, char **argv)
 {
 	struct live_result floor_res = {}, floor_sb = {}, comp = {}, comp4 = {}, comp_map = {}, plain = {}, tc = {},
-			   dmn = {}, dmn4 = {}, peer = {}, vt = {}, vt4 = {};
+			   dmn = {}, dmn4 = {}, peer = {}, vt = {}, vt4 = {}, tc_sb = {};
 	unsigned chosen;
 	_cleanup_free_ char *recorder = NULL, *service = NULL, *notes_buf = NULL;
 	char self[PATH_MAX];
@@ -1709,10 +1727,17 @@ int main(int argc, char **argv)
 				/* Its notes (flags it needed, what it left behind) once. */
 				FILE *quiet = round > 0 ? fopen("/dev/null", "we") : NULL;
 
-				(void)run_trace_cmd(&tmp, quiet ? quiet : notes);
+				(void)run_trace_cmd(0, &tmp, quiet ? quiet : notes);
+				keep_best(&tc, &tmp, false);
+				if (!arg_stop && chosen != 4 && trace_cmd_has_subbuf()) {
+					(void)run_trace_cmd(chosen, &tmp, quiet ? quiet : notes);
+					keep_best(&tc_sb, &tmp, false);
+				} else if (round == 0 && chosen != 4) {
+					bench_note(notes, "trace-cmd: this version has no --subbuf-size (3.3 and later"
+						   " have it): recorded with the kernel's sub-buffers only");
+				}
 				if (quiet)
 					fclose(quiet);
-				keep_best(&tc, &tmp, false);
 			} else if (round == 0) {
 				bench_note(notes, "trace-cmd: not installed");
 			}
@@ -1748,6 +1773,12 @@ int main(int argc, char **argv)
 		print_live_row(l5, &vt, base, false, floor_ns);
 	}
 	print_live_row("trace-cmd record, live", &tc, base, false, floor_ns);
+	{
+		char l[96];
+
+		(void)snprintf(l, sizeof(l), "trace-cmd record --subbuf-size %u, live", chosen);
+		print_live_row(l, &tc_sb, base, false, floor_ns);
+	}
 	fclose(notes);
 	if (notes_buf)
 		fputs(notes_buf, stdout);
