@@ -369,9 +369,9 @@ START_TEST(test_daemon_over_tcp)
 	ck_assert_int_eq(tp_workload_start("tp-tcp", 2, TP_WORKLOAD_UNTIL_STOPPED, &w), 0);
 	svc = spawn_service(cfg, out);
 	daemon = spawn_daemon();
-	/* under load: 200,000 events at the workload's full rate go through CommitData */
-	record_events_then_stop(svc, "sched_waking", 200000);
-	check_trace(out, 200000);
+	/* under load: 100,000 events at the workload's full rate go through CommitData */
+	record_events_then_stop(svc, "sched_waking", 100000);
+	check_trace(out, 100000);
 	check_exact(out);
 	ck_assert_int_eq(kill(daemon, SIGTERM), 0);
 	ck_assert_int_eq(tp_assert_exit(&watch, daemon, "the daemon did not exit on SIGTERM"), 0);
