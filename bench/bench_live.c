@@ -252,6 +252,19 @@ static bool pb_skip(const uint8_t **p, const uint8_t *end, unsigned wt)
 	}
 }
 
+/* The bytes of a length-delimited field whose key was just read; false on a cut one. */
+static bool pb_submessage(const uint8_t **p, const uint8_t *end, const uint8_t **ret, const uint8_t **ret_end)
+{
+	uint64_t len;
+
+	if (!pb_varint(p, end, &len) || len > (uint64_t)(end - *p))
+		return false;
+	*ret = *p;
+	*ret_end = *p + len;
+	*p = *ret_end;
+	return true;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -298,7 +311,7 @@ static void flush_latencies(const char *path, struct live_result *res)
 	end = p + len;
 	while (p < end) {
 		const uint8_t *pk, *pk_end;
-		uint64_t key, plen, ts = 0;
+		uint64_t key, ts = 0;
 		int what = 0;           /* 9: flush started, 3: all flushed */
 
 		if (!pb_varint(&p, end, &key))
@@ -308,13 +321,10 @@ static void flush_latencies(const char *path, struct live_result *res)
 				break;
 			continue;
 		}
-		if (!pb_varint(&p, end, &plen) || plen > (uint64_t)(end - p))
+		if (!pb_submessage(&p, end, &pk, &pk_end))
 			break;
-		pk = p;
-		pk_end = p + plen;
-		p = pk_end;
 		while (pk < pk_end) {
-			uint64_t k, v;
+			uint64_t k;
 
 			if (!pb_varint(&pk, pk_end, &k))
 				break;
@@ -324,11 +334,8 @@ static void flush_latencies(const char *path, struct live_result *res)
 			} else if (k == ((69u << 3) | 2u)) {
 				const uint8_t *se, *se_end;
 
-				if (!pb_varint(&pk, pk_end, &v) || v > (uint64_t)(pk_end - pk))
+				if (!pb_submessage(&pk, pk_end, &se, &se_end))
 					break;
-				se = pk;
-				se_end = pk + v;
-				pk = se_end;
 				while (se < se_end) {
 					uint64_t f, b;
 
@@ -860,6 +867,52 @@ static int wait_line(struct bench_child *ch, const char *want, double timeout_s)
 }
 
 /*
+ * A daemon recording @dir: wait until its events are on (while @watch,
+ * the process that starts the session, runs), run the workload, and take
+ * the steady state, RSS, events and overruns before the stop puts the
+ * instance back (and resets its counters).
+ */
+static int measure_daemon(const struct bench_child *watch, const struct bench_child *d, const char *dir,
+			  unsigned n_cpus, struct live_result *res)
+{
+	struct steady st = { .dir = dir, .n_cpus = n_cpus };
+	int r = 0;
+
+	res->enabled_ms = wait_file(watch, dir, "events/sched/sched_switch/enable", "1", 10);
+	if (res->enabled_ms >= 0)
+		res->drain_ms = wait_first_read(watch, dir, n_cpus, 1);
+	if (res->enabled_ms < 0)
+		r = -ETIMEDOUT;
+	steady_begin(&st, d->pid);
+	if (r >= 0 && !arg_stop) {
+		uint64_t start = bench_mono_ns();
+
+		r = bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &res->rate);
+		if (r >= 0)
+			steady_end(&st, d->pid, res);
+		read_rss(d->pid, res);
+		res->window_ns = bench_mono_ns() - start;
+	}
+	res->events = sum_stat(dir, n_cpus, "read events");
+	res->overruns = sum_stat(dir, n_cpus, "overrun");
+	return r;
+}
+
+/* SIGTERM, then its CPU (wait4's rusage) and peak RSS. */
+static void stop_daemon(struct bench_child *d, char **ret_out, int *ret_status, struct live_result *res)
+{
+	struct rusage ru = {};
+
+	if (d->pid <= 0)
+		return;
+	bench_child_signal(d, SIGTERM);
+	if (bench_child_finish(d, ret_out, ret_status, &ru, &res->main_ns) >= 0) {
+		res->cpu_ns = rusage_ns(&ru);
+		res->maxrss_kb = ru.ru_maxrss;
+	}
+}
+
+/*
  * The daemons' config: default settings, only the events and the instance
  * named.  With process names, as a sched trace is usually taken: the /proc
  * scan and the lookups of new pids after each pass are part of the cost.
@@ -887,6 +940,26 @@ static int write_daemon_cfg(const char *path, const char *instance)
 }
 
 /*
+ * The instance @name for a daemon run, presized like the floor's, and the
+ * config naming it in @cfg.  @dir stays empty when the instance could not
+ * be made (nothing to remove then).
+ */
+static int daemon_instance(const char *name, const char *cfg, char *dir, size_t len, unsigned *ret_n_cpus)
+{
+	int r;
+
+	dir[0] = 0;
+	r = bench_instance_create(name, dir, len);
+	if (r < 0) {
+		dir[0] = 0;
+		return log_error_errno(r, "Cannot create instance %s: %m", name);
+	}
+	*ret_n_cpus = bench_ncpus(dir);
+	presize(dir, 0);
+	return write_daemon_cfg(cfg, name);
+}
+
+/*
  * traced-probes as a daemon with default settings, its service in another
  * process: the RSS and CPU are the daemon's own.  Events are what the
  * kernel counts as read from the instance.
@@ -897,7 +970,6 @@ static int run_daemon(const char *service, struct live_result *res, FILE *notes)
 	_cleanup_free_ char *svc_out = NULL, *d_out = NULL;
 	struct bench_child svc = { .in_fd = -EBADF, .out_fd = -EBADF };
 	struct bench_child d = { .in_fd = -EBADF, .out_fd = -EBADF };
-	struct rusage ru = {};
 	struct stat stb;
 	unsigned n_cpus;
 	int r, status = 0, d_status = 0;
@@ -907,12 +979,9 @@ static int run_daemon(const char *service, struct live_result *res, FILE *notes)
 	(void)snprintf(sock, sizeof(sock), "/tmp/tp-bench-%d.sock", (int)getpid());
 	(void)snprintf(cfg, sizeof(cfg), "/tmp/tp-bench-%d.pbtxt", (int)getpid());
 	(void)snprintf(out_path, sizeof(out_path), "/tmp/tp-bench-%d-daemon.pftrace", (int)getpid());
-	r = bench_instance_create(name, dir, sizeof(dir));
-	if (r < 0)
-		return log_error_errno(r, "Cannot create instance %s: %m", name);
-	n_cpus = bench_ncpus(dir);
-	presize(dir, 0);
-	r = write_daemon_cfg(cfg, name);
+	r = daemon_instance(name, cfg, dir, sizeof(dir), &n_cpus);
+	if (r < 0 && !dir[0])
+		return r;
 	if (r < 0)
 		goto out;
 	{
@@ -930,41 +999,15 @@ static int run_daemon(const char *service, struct live_result *res, FILE *notes)
 		r = bench_spawn(argv, /* want_stdin= */ false, &d);
 		(void)unsetenv("PERFETTO_PRODUCER_SOCK_NAME");
 	}
-	if (r >= 0) {
-		struct steady st = { .dir = dir, .n_cpus = n_cpus };
-
-		res->enabled_ms = wait_file(&d, dir, "events/sched/sched_switch/enable", "1", 10);
-		if (res->enabled_ms >= 0)
-			res->drain_ms = wait_first_read(&d, dir, n_cpus, 1);
-		if (res->enabled_ms < 0)
-			r = -ETIMEDOUT;
-		steady_begin(&st, d.pid);
-		if (r >= 0 && !arg_stop) {
-			uint64_t start = bench_mono_ns();
-
-			r = bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &res->rate);
-			if (r >= 0)
-				steady_end(&st, d.pid, res);
-			read_rss(d.pid, res);
-			res->window_ns = bench_mono_ns() - start;
-		}
-		/* Before the stop puts the buffer size back (and resets counters). */
-		res->events = sum_stat(dir, n_cpus, "read events");
-		res->overruns = sum_stat(dir, n_cpus, "overrun");
-	}
+	if (r >= 0)
+		r = measure_daemon(&d, &d, dir, n_cpus, res);
 	/* The service stops the session (the daemon flushes, restores tracefs)
 	 * and writes the trace; then the daemon goes. */
 	if (svc.pid > 0) {
 		bench_child_signal(&svc, SIGINT);
 		(void)bench_child_finish(&svc, &svc_out, &status, NULL, NULL);
 	}
-	if (d.pid > 0) {
-		bench_child_signal(&d, SIGTERM);
-		if (bench_child_finish(&d, &d_out, &d_status, &ru, &res->main_ns) >= 0) {
-			res->cpu_ns = rusage_ns(&ru);
-			res->maxrss_kb = ru.ru_maxrss;
-		}
-	}
+	stop_daemon(&d, &d_out, &d_status, res);
 	if (stat(out_path, &stb) == 0)
 		res->out_bytes = (uint64_t)stb.st_size;
 	flush_latencies(out_path, res);
@@ -1267,7 +1310,6 @@ static int run_via_traced(bool peer, struct live_result *res, FILE *notes)
 	struct bench_child svc = { .in_fd = -EBADF, .out_fd = -EBADF };
 	struct bench_child d = { .in_fd = -EBADF, .out_fd = -EBADF };
 	struct bench_child cons = { .in_fd = -EBADF, .out_fd = -EBADF };
-	struct rusage ru = {};
 	struct stat stb;
 	unsigned n_cpus;
 	int r, c_status = 0, d_status = 0, t_status = 0;
@@ -1283,12 +1325,9 @@ static int run_via_traced(bool peer, struct live_result *res, FILE *notes)
 	(void)snprintf(out_path, sizeof(out_path), "/tmp/tp-bench-%d-traced.pftrace", (int)getpid());
 	(void)unlink(psock);
 	(void)unlink(csock);
-	r = bench_instance_create(name, dir, sizeof(dir));
-	if (r < 0)
-		return log_error_errno(r, "Cannot create instance %s: %m", name);
-	n_cpus = bench_ncpus(dir);
-	presize(dir, 0);
-	r = write_daemon_cfg(cfg, name);
+	r = daemon_instance(name, cfg, dir, sizeof(dir), &n_cpus);
+	if (r < 0 && !dir[0])
+		return r;
 	if (r < 0)
 		goto out;
 	(void)setenv("PERFETTO_PRODUCER_SOCK_NAME", psock, 1);
@@ -1312,39 +1351,14 @@ static int run_via_traced(bool peer, struct live_result *res, FILE *notes)
 
 		r = bench_spawn(argv, /* want_stdin= */ false, &cons);
 	}
-	if (r >= 0) {
-		struct steady st = { .dir = dir, .n_cpus = n_cpus };
-
-		res->enabled_ms = wait_file(&cons, dir, "events/sched/sched_switch/enable", "1", 10);
-		if (res->enabled_ms >= 0)
-			res->drain_ms = wait_first_read(&cons, dir, n_cpus, 1);
-		if (res->enabled_ms < 0)
-			r = -ETIMEDOUT;
-		steady_begin(&st, d.pid);
-		if (r >= 0 && !arg_stop) {
-			uint64_t start = bench_mono_ns();
-
-			r = bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &res->rate);
-			if (r >= 0)
-				steady_end(&st, d.pid, res);
-			read_rss(d.pid, res);
-			res->window_ns = bench_mono_ns() - start;
-		}
-		res->events = sum_stat(dir, n_cpus, "read events");
-		res->overruns = sum_stat(dir, n_cpus, "overrun");
-	}
+	if (r >= 0)
+		r = measure_daemon(&cons, &d, dir, n_cpus, res);
 	/* The consumer ends the session and writes the trace; then the tracer, then traced. */
 	if (cons.pid > 0) {
 		bench_child_signal(&cons, SIGINT);
 		(void)bench_child_finish(&cons, &c_out, &c_status, NULL, NULL);
 	}
-	if (d.pid > 0) {
-		bench_child_signal(&d, SIGTERM);
-		if (bench_child_finish(&d, &d_out, &d_status, &ru, &res->main_ns) >= 0) {
-			res->cpu_ns = rusage_ns(&ru);
-			res->maxrss_kb = ru.ru_maxrss;
-		}
-	}
+	stop_daemon(&d, &d_out, &d_status, res);
 	if (svc.pid > 0) {
 		bench_child_signal(&svc, SIGTERM);
 		(void)bench_child_finish(&svc, &t_out, &t_status, NULL, NULL);
