@@ -64,6 +64,9 @@ struct producer *producer_free(struct producer *p)
 	/* every data source first: they restore tracefs and need the SMB */
 	producer_ds_destroy_all(p);
 	p->commit_source = loop_source_disable_unref(p->commit_source);
+	p->em_retry = loop_source_disable_unref(p->em_retry);
+	free(p->em_moves);
+	free(p->em_patches);
 	p->client = ipc_client_free(p->client);
 	p->relay = producer_relay_free(p->relay);
 	p->smb = smb_free(p->smb);

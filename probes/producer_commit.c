@@ -4,7 +4,8 @@
  * named to the service so it copies them out of the SMB.  On transports that
  * cannot pass an fd the chunk bytes travel inline (shared memory emulation)
  * and the chunk is freed here, since no service process can see it.
- * Below the instances: calls only producer_rpc.c.
+ * Below the instances: calls only producer_rpc.c (and the loop, to send
+ * what waited for the socket).
  */
 #include <string.h>
 
@@ -23,26 +24,104 @@ static int send_commit(struct producer *p, Perfetto__Protos__CommitDataRequest *
 	return producer_invoke(p, PRODUCER_METHOD_COMMIT_DATA, &req->base, NULL);
 }
 
-/* Emulation: one request per batch that fits a frame; chunks freed locally. */
+/*
+ * Emulation: the chunk bytes go inline, in requests that each fit a frame,
+ * and each chunk is freed here once its request is queued.  The socket's
+ * send queue is the only buffer between us and the service: a request is
+ * queued only while the queue is under EMULATION_QUEUE_MARK, so that a
+ * service (or a link) slower than the data never makes it overflow, which
+ * would drop the connection and every session with it.  What does not fit
+ * waits in p->em_moves, its chunks still Complete in the SMB: the SMB fills
+ * up and its writers drop packets and count them, as with a slow service
+ * on shared memory.  Patches and the flush ack go after every chunk taken
+ * before them.
+ */
+#define EMULATION_QUEUE_MARK (IPC_SEND_QUEUE_MAX_DEFAULT / 2)
+#define EMULATION_RETRY_USEC 2000u
+
+static int grow(void **v, size_t *cap, size_t want, size_t size)
+{
+	size_t n = *cap ? *cap : 64;
+	void *g;
+
+	if (want <= *cap)
+		return 0;
+	while (n < want)
+		n *= 2;
+	g = realloc(*v, n * size);
+	if (!g)
+		return -ENOMEM;
+	*v = g;
+	*cap = n;
+	return 0;
+}
+
+static int emulation_take(struct producer *p, const struct smb_commit *c)
+{
+	int r;
+
+	r = grow((void **)&p->em_moves, &p->em_cap_moves, p->em_n_moves + c->n_moves, sizeof(*p->em_moves));
+	if (r >= 0)
+		r = grow((void **)&p->em_patches, &p->em_cap_patches, p->em_n_patches + c->n_patches,
+			 sizeof(*p->em_patches));
+	if (r < 0)
+		return r;
+	memcpy(p->em_moves + p->em_n_moves, c->moves, c->n_moves * sizeof(*c->moves));
+	p->em_n_moves += c->n_moves;
+	memcpy(p->em_patches + p->em_n_patches, c->patches, c->n_patches * sizeof(*c->patches));
+	p->em_n_patches += c->n_patches;
+	return 0;
+}
+
+static int on_emulation_retry(struct loop_source *s, uint64_t usec, void *userdata)
+{
+	struct producer *p = userdata;
+
+	(void)s;
+	(void)usec;
+	(void)producer_commit(p, 0);
+	return 0;
+}
+
+/* Come back once the socket had time to take some of the queue. */
+static void emulation_retry_later(struct producer *p)
+{
+	uint64_t at = now_ns(CLOCK_MONOTONIC) / 1000u + EMULATION_RETRY_USEC;
+
+	if (!p->em_retry) {
+		if (loop_add_time(p->event, &p->em_retry, CLOCK_MONOTONIC, at, 0, on_emulation_retry, p) < 0)
+			p->em_retry = NULL;
+		return;
+	}
+	(void)loop_source_set_time(p->em_retry, at);
+	(void)loop_source_set_enabled(p->em_retry, LOOP_ONESHOT);
+}
+
+/* Returns: 0 when all is sent and acked, 1 when some waits for the queue, -errno. */
 static int commit_emulated(struct producer *p, const struct smb_commit *c, uint64_t flush_id)
 {
 	Perfetto__Protos__CommitDataRequest req = PERFETTO__PROTOS__COMMIT_DATA_REQUEST__INIT;
 	Perfetto__Protos__CommitDataRequest__ChunksToMove *moves = NULL, **move_ptrs = NULL;
+	struct ipc_channel *ch = ipc_client_get_channel(p->client);
+	struct smb_commit held;
 	size_t i = 0;
-	int r = 0;
+	int r;
 
-	moves = calloc(c->n_moves ? c->n_moves : 1, sizeof(*moves));
-	move_ptrs = calloc(c->n_moves ? c->n_moves : 1, sizeof(*move_ptrs));
+	r = emulation_take(p, c);
+	if (r < 0)
+		return r;
+	moves = calloc(p->em_n_moves ? p->em_n_moves : 1, sizeof(*moves));
+	move_ptrs = calloc(p->em_n_moves ? p->em_n_moves : 1, sizeof(*move_ptrs));
 	if (!moves || !move_ptrs) {
 		r = -ENOMEM;
 		goto out;
 	}
-	while (i < c->n_moves) {
+	while (i < p->em_n_moves) {
 		size_t bytes = 0, n = 0;
 
-		while (i + n < c->n_moves) {
+		while (i + n < p->em_n_moves) {
 			Perfetto__Protos__CommitDataRequest__ChunksToMove *m = &moves[i + n];
-			const struct smb_chunk_move *cm = &c->moves[i + n];
+			const struct smb_chunk_move *cm = &p->em_moves[i + n];
 			const void *data;
 			size_t len;
 
@@ -62,22 +141,41 @@ static int commit_emulated(struct producer *p, const struct smb_commit *c, uint6
 			bytes += len;
 			n++;
 		}
+		if (ch && ipc_channel_get_send_queue_size(ch) + bytes > EMULATION_QUEUE_MARK) {
+			if (p->em_waits++ == 0)
+				log_notice("The tracing service takes the data slower than it comes: chunks wait in the "
+					   "shared memory buffer, and what does not fit there is dropped and counted");
+			break;
+		}
 		req.chunks_to_move = &move_ptrs[i];
 		req.n_chunks_to_move = n;
 		r = send_commit(p, &req);
 		for (size_t k = 0; k < n; k++)
-			smb_chunk_release_local(p->smb, c->moves[i + k].page, c->moves[i + k].chunk);
+			smb_chunk_release_local(p->smb, p->em_moves[i + k].page, p->em_moves[i + k].chunk);
+		i += n;
 		if (r < 0)
 			goto out;
-		i += n;
 	}
-	/* patches and the flush ack go last, after every chunk they refer to */
-	req.chunks_to_move = NULL;
-	req.n_chunks_to_move = 0;
-	r = commit_patches_and_ack(p, c, flush_id, &req);
+	r = 0;
 out:
+	/* what was sent (or released on a failed send) leaves the backlog */
+	memmove(p->em_moves, p->em_moves + i, (p->em_n_moves - i) * sizeof(*p->em_moves));
+	p->em_n_moves -= i;
 	free(moves);
 	free(move_ptrs);
+	if (r < 0)
+		return r;
+	if (p->em_n_moves > 0) {
+		emulation_retry_later(p);
+		return 1;
+	}
+	/* every chunk is out: the patches and the flush ack that follow them */
+	held = (struct smb_commit){ .patches = p->em_patches, .n_patches = p->em_n_patches };
+	req.chunks_to_move = NULL;
+	req.n_chunks_to_move = 0;
+	r = commit_patches_and_ack(p, &held, flush_id, &req);
+	if (r >= 0)
+		p->em_n_patches = 0;
 	return r;
 }
 
@@ -159,7 +257,7 @@ int producer_commit(struct producer *p, uint64_t flush_id)
 	flush_id = p->pending_flush_id;
 	if (p->smb)
 		(void)smb_take_commit(p->smb, &c);
-	if (c.n_moves == 0 && c.n_patches == 0 && flush_id == 0)
+	if (c.n_moves == 0 && c.n_patches == 0 && flush_id == 0 && p->em_n_moves == 0 && p->em_n_patches == 0)
 		return 0;
 	p->in_commit = true;
 	if (p->emulation) {
@@ -186,17 +284,18 @@ int producer_commit(struct producer *p, uint64_t flush_id)
 	req.n_chunks_to_move = c.n_moves;
 	r = commit_patches_and_ack(p, &c, flush_id, &req);
 out:
-	if (r >= 0)
+	/* 1: the emulated chunks before the ack still wait for the socket */
+	if (r == 0)
 		p->pending_flush_id = 0;
 	else if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN)
 		/* the service is gone; the disconnect path reports it once */
 		log_debug_errno(r, "Failed to commit to the tracing service: %m");
-	else
+	else if (r < 0)
 		log_warning_errno(r, "Failed to commit to the tracing service: %m");
 	p->in_commit = false;
 	free(moves);
 	free(move_ptrs);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 static int on_commit_soon(struct loop_source *s, void *userdata)

@@ -71,6 +71,20 @@ struct producer {
 	uint64_t pending_flush_id;        /* highest flush to acknowledge */
 	bool in_commit;
 	bool final_flush;                 /* producer_set_final_flush() */
+	/*
+	 * Shared memory emulation (producer_commit.c): chunks taken from the
+	 * SMB and not sent yet, because the socket's send queue was at its
+	 * mark, and the patches and flush acks that must follow them.  The
+	 * chunks stay Complete in the SMB until sent, so a service slower than
+	 * the data fills the SMB (writers drop and count) instead of the
+	 * queue overflowing and the connection being dropped.
+	 */
+	struct smb_chunk_move *em_moves;
+	size_t em_n_moves, em_cap_moves;
+	struct smb_patch *em_patches;
+	size_t em_n_patches, em_cap_patches;
+	struct loop_source *em_retry;     /* send the rest once the queue went down */
+	uint64_t em_waits;                /* times the queue was at its mark */
 
 	struct producer_ds *instances;
 	uint16_t last_writer_id;

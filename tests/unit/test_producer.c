@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "probes/producer.h"
 #include "protos/pbtxt.h"
 #include "protos/perfetto/config/trace_config.pb-c.h"
+#include "protos/perfetto/trace/trace.pb-c.h"
 #include "service/service.h"
 #include "protos/pbw.h"
 #include "util/util.h"
@@ -533,6 +535,204 @@ START_TEST(test_nul_in_config_refused)
 }
 END_TEST
 
+/* ---- shared memory emulation against a service that does not read ------- */
+
+/*
+ * Over TCP the chunks travel inside CommitData, and the socket's send queue
+ * is all that stands between the producer and the service.  A data source
+ * writes FLOOD_PACKETS of FLOOD_BYTES (4 MiB, four times the emulated SMB)
+ * in one go while the service's loop does not run, over sockets with small
+ * kernel buffers: the producer must hold chunks back rather than let the
+ * queue overflow (which drops the connection and every session on it),
+ * drop and count what does not fit in the SMB, and once the service reads
+ * again deliver every packet it kept, before the flush ack.
+ */
+#define FLOOD_PACKETS 4096u
+#define FLOOD_BYTES 1024u
+#define FLOOD_FIELD 1001u
+
+static struct flood {
+	bool started, disconnected, done;
+	int done_error;
+	uint64_t dropped;
+	bool reported;
+} flood;
+
+static int flood_start(void *ds)
+{
+	static uint8_t payload[FLOOD_BYTES];
+	struct percpu *d = ds;
+
+	memset(payload, 0x5a, sizeof(payload));
+	for (unsigned i = 0; i < FLOOD_PACKETS; i++) {
+		struct pbw *pw = d->env.sink.begin_packet(d->env.sink.userdata);
+
+		if (!pw)
+			continue;
+		pbw_bytes(pw, FLOOD_FIELD, payload, sizeof(payload));
+		(void)d->env.sink.end_packet(d->env.sink.userdata);
+	}
+	flood.started = true;
+	return 0;
+}
+
+static int flood_setup(const struct ds_env *env, const Perfetto__Protos__DataSourceConfig *cfg,
+		       void **ret, char **ret_error, char **ret_warnings)
+{
+	struct percpu *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->env = *env;
+	*ret = d;
+	return 0;
+}
+
+static void on_flood_disconnected(struct producer *p, int error, void *userdata)
+{
+	flood.disconnected = true;
+}
+
+static void on_flood_stopped(struct producer *p, const struct ds_report *r, void *userdata)
+{
+	flood.dropped = r->packets_dropped;
+	flood.reported = true;
+}
+
+static void on_flood_done(struct svc_session *ss, int error, void *userdata)
+{
+	flood.done = true;
+	flood.done_error = error;
+}
+
+/* A connected loopback TCP pair with small kernel buffers on both ends. */
+static void tcp_pair(int *ret_client, int *ret_server)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int small = 16384, l, c, a;
+
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(l, 0);
+	ck_assert_int_eq(setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sa, &len), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(c, 0);
+	ck_assert_int_eq(setsockopt(c, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	ck_assert_int_eq(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	a = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	ck_assert_int_ge(a, 0);
+	close(l);
+	*ret_client = c;
+	*ret_server = a;
+}
+
+static uint64_t mono_ms_now(void)
+{
+	return now_ns(CLOCK_MONOTONIC) / 1000000u;
+}
+
+static size_t count_flood_packets(const char *path)
+{
+	Perfetto__Protos__Trace *t;
+	char *buf = NULL;
+	size_t len = 0, n = 0;
+
+	ck_assert_int_eq(read_full_file_at(AT_FDCWD, path, 64u << 20, &buf, &len), 0);
+	t = perfetto__protos__trace__unpack(NULL, len, (const uint8_t *)buf);
+	ck_assert_ptr_nonnull(t);
+	for (size_t i = 0; i < t->n_packet; i++)
+		for (unsigned u = 0; u < t->packet[i]->base.n_unknown_fields; u++)
+			/* protobuf-c keeps the length prefix: 2 bytes for 1024 */
+			if (t->packet[i]->base.unknown_fields[u].tag == FLOOD_FIELD &&
+			    t->packet[i]->base.unknown_fields[u].len == FLOOD_BYTES + 2)
+				n++;
+	perfetto__protos__trace__free_unpacked(t, NULL);
+	free(buf);
+	return n;
+}
+
+START_TEST(test_emulation_holds_back_for_a_slow_service)
+{
+	static const struct ds_ops flood_ops = {
+		.name = "test.flood", .setup = flood_setup, .start = flood_start,
+		.flush = listener_flush, .free = fake_free,
+	};
+	static const struct ds_ops *const kinds[] = { &flood_ops, NULL };
+	const struct producer_hooks phooks = { .disconnected = on_flood_disconnected,
+					       .ds_stopped = on_flood_stopped };
+	const struct svc_session_hooks shooks = { .done = on_flood_done };
+	Perfetto__Protos__TraceConfig *cfg = parse_config(
+		"buffers { size_kb: 16384 fill_policy: DISCARD }\n"
+		"data_sources { config { name: \"test.flood\" } }\n"
+		"duration_ms: 300\n");
+	char dir[] = "/tmp/tp-producer-XXXXXX", out[64];
+	struct loop *pe = NULL, *se = NULL;
+	struct svc_session *ss = NULL;
+	struct producer *p = NULL;
+	struct svc *svc = NULL;
+	uint64_t deadline;
+	size_t kept;
+	int c, a, fd;
+
+	memset(&flood, 0, sizeof(flood));
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(out, sizeof(out), "%s/flood", dir);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	tcp_pair(&c, &a);
+	ck_assert_int_ge(loop_new(&pe), 0);
+	ck_assert_int_ge(loop_new(&se), 0);
+	ck_assert_int_ge(svc_new(se, NULL, &svc), 0);
+	ck_assert_int_ge(svc_adopt_connection(svc, a), 0);
+	ck_assert_int_ge(producer_new(pe, kinds, NULL, &phooks, NULL, &p), 0);
+	ck_assert_int_ge(producer_adopt_fd(p, c), 0);
+	ck_assert_int_ge(svc_session_start(svc, cfg, fd, &shooks, NULL, &ss), 0);
+
+	/* both sides take turns until the flood has been written (inside the producer's turn) */
+	deadline = mono_ms_now() + 60000;
+	while (!flood.started && !flood.disconnected && mono_ms_now() < deadline) {
+		ck_assert_int_ge(loop_run_once(pe, 1000), 0);
+		if (!flood.started)
+			ck_assert_int_ge(loop_run_once(se, 1000), 0);
+	}
+	ck_assert(flood.started);
+	/* the producer alone for a while: its retries must not overflow the queue either */
+	for (int i = 0; i < 50; i++)
+		ck_assert_int_ge(loop_run_once(pe, 2000), 0);
+	ck_assert_msg(!flood.disconnected, "the producer dropped the connection to a slow service");
+
+	/* the service reads again: everything kept arrives, then the session ends */
+	deadline = mono_ms_now() + 60000;
+	while (!(flood.done && flood.reported) && !flood.disconnected && mono_ms_now() < deadline) {
+		ck_assert_int_ge(loop_run_once(pe, 1000), 0);
+		ck_assert_int_ge(loop_run_once(se, 1000), 0);
+	}
+	ck_assert(!flood.disconnected);
+	ck_assert(flood.done && flood.reported);
+	ck_assert_int_eq(flood.done_error, 0);
+	kept = count_flood_packets(out);
+	fprintf(stderr, "flood: %zu packets in the trace, %llu dropped and counted\n", kept,
+		(unsigned long long)flood.dropped);
+	/* the SMB holds a quarter of the flood: the rest was dropped, and counted */
+	ck_assert_uint_gt(flood.dropped, 0);
+	ck_assert_uint_gt(kept, FLOOD_PACKETS / 8);
+	ck_assert_uint_eq(kept + flood.dropped, FLOOD_PACKETS);
+
+	ss = svc_session_free(ss);
+	p = producer_free(p);
+	svc = svc_free(svc);
+	pe = loop_unref(pe);
+	se = loop_unref(se);
+	close(fd);
+	(void)unlink(out);
+	(void)rmdir(dir);
+	protobuf_c_message_free_unpacked(&cfg->base, NULL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("producer");
@@ -543,6 +743,7 @@ int main(void)
 	tcase_add_test(tc, test_reports_and_notices);
 	tcase_add_test(tc, test_registry);
 	tcase_add_test(tc, test_nul_in_config_refused);
+	tcase_add_test(tc, test_emulation_holds_back_for_a_slow_service);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
