@@ -66,9 +66,12 @@ static int emulation_take(struct producer *p, const struct smb_commit *c)
 			 sizeof(*p->em_patches));
 	if (r < 0)
 		return r;
-	memcpy(p->em_moves + p->em_n_moves, c->moves, c->n_moves * sizeof(*c->moves));
+	/* an empty take has NULL arrays, which memcpy() may not be given */
+	if (c->n_moves)
+		memcpy(p->em_moves + p->em_n_moves, c->moves, c->n_moves * sizeof(*c->moves));
 	p->em_n_moves += c->n_moves;
-	memcpy(p->em_patches + p->em_n_patches, c->patches, c->n_patches * sizeof(*c->patches));
+	if (c->n_patches)
+		memcpy(p->em_patches + p->em_n_patches, c->patches, c->n_patches * sizeof(*c->patches));
 	p->em_n_patches += c->n_patches;
 	return 0;
 }
@@ -159,7 +162,8 @@ static int commit_emulated(struct producer *p, const struct smb_commit *c, uint6
 	r = 0;
 out:
 	/* what was sent (or released on a failed send) leaves the backlog */
-	memmove(p->em_moves, p->em_moves + i, (p->em_n_moves - i) * sizeof(*p->em_moves));
+	if (i > 0 && i < p->em_n_moves)
+		memmove(p->em_moves, p->em_moves + i, (p->em_n_moves - i) * sizeof(*p->em_moves));
 	p->em_n_moves -= i;
 	free(moves);
 	free(move_ptrs);
