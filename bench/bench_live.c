@@ -54,6 +54,7 @@
  * runs the three at every size from 4 to 256 KiB instead.
  * Needs root; leaves tracefs as it found it.  Not a test: asserts nothing.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -106,6 +107,7 @@ struct live_result {
 	uint64_t steady_ns;     /* main-thread CPU during the workload window */
 	uint64_t steady_events; /* events read (kernel count) during the window */
 	uint64_t commits;       /* CommitData requests the service got (daemon) */
+	uint64_t session_ns;    /* every thread's CPU from the session's start to its end (via traced) */
 	unsigned flushes;       /* periodic flushes seen in the trace (daemons) */
 	uint64_t flush_med_ns, flush_max_ns;   /* flush_started -> all_data_sources_flushed */
 };
@@ -492,6 +494,41 @@ static uint64_t thread_ns(pid_t pid)
 		ns = 0;
 	fclose(f);
 	return ns;
+}
+
+/*
+ * On-CPU ns of every thread of a running process (0 if unknown): what a
+ * daemon that is already running spends on one session, its start-up left
+ * out.
+ */
+static uint64_t process_ns(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	uint64_t sum = 0;
+	DIR *d;
+
+	(void)snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char p2[320], buf[128] = "";
+		unsigned long long ns;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		(void)snprintf(p2, sizeof(p2), "/proc/%d/task/%s/schedstat", (int)pid, de->d_name);
+		f = fopen(p2, "re");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%llu", &ns) == 1)
+			sum += ns;
+		fclose(f);
+	}
+	closedir(d);
+	return sum;
 }
 
 /* Where the steady state is measured: @dir's read events and @pid's main thread. */
@@ -1313,6 +1350,7 @@ static int run_via_traced(bool peer, struct live_result *res, FILE *notes)
 	struct stat stb;
 	unsigned n_cpus;
 	int r, c_status = 0, d_status = 0, t_status = 0;
+	uint64_t session0 = 0;
 
 	*res = (struct live_result){ .enabled_ms = -1, .drain_ms = -1 };
 	(void)snprintf(traced, sizeof(traced), "%s/traced", arg_perfetto);
@@ -1349,6 +1387,7 @@ static int run_via_traced(bool peer, struct live_result *res, FILE *notes)
 	if (r >= 0) {
 		char *argv[] = { perfetto, (char *)"--txt", (char *)"-c", cfg, (char *)"-o", out_path, NULL };
 
+		session0 = process_ns(d.pid);
 		r = bench_spawn(argv, /* want_stdin= */ false, &cons);
 	}
 	if (r >= 0)
@@ -1357,6 +1396,8 @@ static int run_via_traced(bool peer, struct live_result *res, FILE *notes)
 	if (cons.pid > 0) {
 		bench_child_signal(&cons, SIGINT);
 		(void)bench_child_finish(&cons, &c_out, &c_status, NULL, NULL);
+		if (session0 && d.pid > 0)
+			res->session_ns = process_ns(d.pid) - session0;
 	}
 	stop_daemon(&d, &d_out, &d_status, res);
 	if (svc.pid > 0) {
@@ -1886,13 +1927,19 @@ int main(int argc, char **argv)
 		bench_note(stdout, "through the same traced (Perfetto's, consumer its perfetto command line),"
 			   " whole tracer process: traced_probes %.1f ns/event, %.2f MiB peak RSS; the daemon at"
 			   " %u KiB %.1f ns/event (%.2fx traced_probes), %.2f MiB; at 4 KiB %.1f ns/event (%.2fx);"
-			   " steady state: traced_probes %.1f, the daemon %.1f (%.2fx)", p, peer.maxrss_kb / 1024.0,
+			   " steady state: traced_probes %.1f, the daemon %.1f (%.2fx); one session of a daemon"
+			   " already running (every thread, start to end, process start-up left out):"
+			   " traced_probes %.1f, the daemon %.1f (%.2fx)", p, peer.maxrss_kb / 1024.0,
 			   vt.ok ? chosen : 4u, ns_per_event(ours, false), ns_per_event(ours, false) / p,
 			   ours->maxrss_kb / 1024.0, vt4.ok ? ns_per_event(&vt4, false) : -1.0,
 			   vt4.ok ? ns_per_event(&vt4, false) / p : -1.0, ps,
 			   ours->steady_events ? (double)ours->steady_ns / (double)ours->steady_events : -1.0,
 			   ps > 0 && ours->steady_events ?
-				   (double)ours->steady_ns / (double)ours->steady_events / ps : -1.0);
+				   (double)ours->steady_ns / (double)ours->steady_events / ps : -1.0,
+			   (double)peer.session_ns / (double)peer.events,
+			   (double)ours->session_ns / (double)ours->events,
+			   peer.session_ns ? ((double)ours->session_ns / (double)ours->events) /
+						     ((double)peer.session_ns / (double)peer.events) : -1.0);
 	}
 	if (comp.ok || plain.ok)
 		bench_note(stdout, "traced-probes record whole process (producer + in-process service"
