@@ -8,7 +8,7 @@
 # (meson option bench=true, the default); bench/bench_smb adds the row of
 # the SMB writer alone when it is there; the daemon row also needs
 # tests/tp-test-service (meson option tests=true) and is left out without
-# it.  Needs root and tracefs; takes about eight minutes (the live tracers record
+# it.  Needs root and tracefs; takes about ten minutes (the live tracers record
 # 10 s each, the length of a default recording, and take turns twice; each row
 # keeps its cheapest run).  The floor, record and the daemon run with 4 KiB
 # ring-buffer pages and with traced-probes' sub-buffer size (64 KiB, Linux 6.8+;
@@ -24,7 +24,7 @@
 #   BENCH_SUBBUF      the sub-buffer KiB of the traced-probes rows (default 64)
 #   BENCH_PERFETTO    a folder with a build of Perfetto's traced, perfetto and
 #                     traced_probes: adds traced_probes and the daemon
-#                     recording through that same traced (about a minute more)
+#                     recording through that same traced (about two minutes more)
 set -eu
 
 build=${1:-build}
