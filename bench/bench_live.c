@@ -741,16 +741,20 @@ static int run_recorder(bool compact, struct live_result *res, FILE *notes)
 	return run_recorder_with(compact, NULL, res, notes);
 }
 
+/* The live configs' common start: sched_switch and sched_waking in the instance named by a %s. */
+#define SCHED_CONFIG_HEAD                                                               \
+	"buffers { size_kb: 65536 fill_policy: DISCARD }\n"                             \
+	"data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"             \
+	"  ftrace_config { ftrace_events: \"sched/sched_switch\"\n"                      \
+	"    ftrace_events: \"sched/sched_waking\" instance_name: \"%s\""
+
 static int write_sweep_cfg(const char *path, const char *instance, const struct sweep_cfg *sc)
 {
 	FILE *f = fopen(path, "we");
 
 	if (!f)
 		return negative_errno();
-	fprintf(f, "buffers { size_kb: 65536 fill_policy: DISCARD }\n"
-		   "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
-		   "  ftrace_config { ftrace_events: \"sched/sched_switch\"\n"
-		   "    ftrace_events: \"sched/sched_waking\" instance_name: \"%s\"\n"
+	fprintf(f, SCHED_CONFIG_HEAD "\n"
 		   "    compact_sched { enabled: true } drain_period_ms: 100 buffer_size_kb: %u\n",
 		instance, sc->buffer_kb);
 	if (sc->drain_buffer_percent)
@@ -965,10 +969,7 @@ static int write_daemon_cfg(const char *path, const char *instance)
 
 	if (!f)
 		return negative_errno();
-	fprintf(f, "buffers { size_kb: 65536 fill_policy: DISCARD }\n"
-		   "data_sources { config { name: \"linux.ftrace\" target_buffer: 0\n"
-		   "  ftrace_config { ftrace_events: \"sched/sched_switch\"\n"
-		   "    ftrace_events: \"sched/sched_waking\" instance_name: \"%s\" } } }\n"
+	fprintf(f, SCHED_CONFIG_HEAD " } } }\n"
 		   "data_sources { config { name: \"linux.process_stats\" target_buffer: 0\n"
 		   "  process_stats_config { scan_all_processes_on_start: true } } }\n"
 		   "flush_period_ms: %u\n"
