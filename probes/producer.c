@@ -206,8 +206,15 @@ static int setup_smb(struct producer *p, uint32_t page_size_kb, int fd)
 	 * we go and the buffer's pages we ever touch (our RSS) stay few.
 	 */
 	smb_set_commit_threshold(p->smb, MAX((size_t)1, (size_t)COMMIT_BATCH_BYTES / page_size));
-	/* full: commit, then give the service up to 10 ms to free a chunk before dropping */
-	smb_set_stall(p->smb, SMB_STALL_US);
+	/*
+	 * Full: commit, then give the service up to 10 ms to free a chunk
+	 * before dropping.  Not when emulating: only our own sends free a
+	 * chunk, and they happen on this thread, so the wait could never end
+	 * well and would only stop the loop (every other drain) for 10 ms
+	 * each time the socket is behind; the commit threshold above already
+	 * sends and frees chunks as they complete, while the socket has room.
+	 */
+	smb_set_stall(p->smb, p->emulation ? 0 : SMB_STALL_US);
 	log_debug("Shared memory buffer: %zu KiB in %zu KiB pages", smb_size(p->smb) / 1024,
 		  page_size / 1024);
 	return 0;
