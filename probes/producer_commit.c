@@ -39,31 +39,15 @@ static int send_commit(struct producer *p, Perfetto__Protos__CommitDataRequest *
 #define EMULATION_QUEUE_MARK (IPC_SEND_QUEUE_MAX_DEFAULT / 2)
 #define EMULATION_RETRY_USEC 2000u
 
-static int grow(void **v, size_t *cap, size_t want, size_t size)
-{
-	size_t n = *cap ? *cap : 64;
-	void *g;
-
-	if (want <= *cap)
-		return 0;
-	while (n < want)
-		n *= 2;
-	g = realloc(*v, n * size);
-	if (!g)
-		return -ENOMEM;
-	*v = g;
-	*cap = n;
-	return 0;
-}
-
 static int emulation_take(struct producer *p, const struct smb_commit *c)
 {
 	int r;
 
-	r = grow((void **)&p->em_moves, &p->em_cap_moves, p->em_n_moves + c->n_moves, sizeof(*p->em_moves));
+	r = array_grow((void **)&p->em_moves, &p->em_cap_moves, p->em_n_moves + c->n_moves,
+		       sizeof(*p->em_moves), 64);
 	if (r >= 0)
-		r = grow((void **)&p->em_patches, &p->em_cap_patches, p->em_n_patches + c->n_patches,
-			 sizeof(*p->em_patches));
+		r = array_grow((void **)&p->em_patches, &p->em_cap_patches, p->em_n_patches + c->n_patches,
+			       sizeof(*p->em_patches), 64);
 	if (r < 0)
 		return r;
 	/* an empty take has NULL arrays, which memcpy() may not be given */

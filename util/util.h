@@ -189,6 +189,13 @@ char *strdup_printf(const char *fmt, ...) _printf_(1, 2);
 void set_error_text(char **ret_error, char *msg);
 
 /**
+ * array_grow - make the malloc'd array *@p (capacity *@cap elements of
+ * @elem bytes) hold at least @need, doubling from @first (or from *@cap).
+ * Returns: 0 or -ENOMEM (*@p and *@cap unchanged).
+ */
+int array_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
+
+/**
  * str_append_line - append @line and '\n' to the malloc'd string *@buf
  * (NULL counts as empty).
  * Returns: 0 or -ENOMEM (*@buf unchanged).

@@ -34,6 +34,26 @@ void set_error_text(char **ret_error, char *msg)
 	}
 }
 
+int array_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
+{
+	size_t c = *cap ? *cap : (first ? first : 1);
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need) {
+		if (c > SIZE_MAX / 2)
+			return -ENOMEM;
+		c *= 2;
+	}
+	n = reallocarray(*p, c, elem);
+	if (!n)
+		return -ENOMEM;
+	*p = n;
+	*cap = c;
+	return 0;
+}
+
 int str_append_line(char **buf, const char *line)
 {
 	size_t old = *buf ? strlen(*buf) : 0, add = strlen(line);

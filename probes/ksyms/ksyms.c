@@ -70,23 +70,6 @@ static void builder_done(struct builder *b)
 	free(b->list);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
-{
-	size_t c = *cap ? *cap : first;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	n = reallocarray(*p, c, elem);
-	if (!n)
-		return -ENOMEM;
-	*p = n;
-	*cap = c;
-	return 0;
-}
-
 static uint32_t hash(const char *s, size_t n)
 {
 	uint32_t h = 2166136261u;
@@ -137,9 +120,9 @@ static int intern(struct builder *b, const char *s, size_t n, uint32_t *ret)
 			return 0;
 		}
 	}
-	r = grow((void **)&b->toks, &b->cap_toks, b->n_toks + 1, sizeof(*b->toks), 4096);
+	r = array_grow((void **)&b->toks, &b->cap_toks, b->n_toks + 1, sizeof(*b->toks), 4096);
 	if (r >= 0)
-		r = grow((void **)&b->arena, &b->arena_cap, b->arena_len + n, 1, 65536);
+		r = array_grow((void **)&b->arena, &b->arena_cap, b->arena_len + n, 1, 65536);
 	if (r < 0)
 		return r;
 	/* an empty token ("a__b") may come before the arena has any room */
@@ -157,7 +140,7 @@ static int add_symbol(struct builder *b, uint64_t addr, const char *name, size_t
 	uint32_t first = (uint32_t)b->n_list;
 	int r;
 
-	r = grow((void **)&b->syms, &b->cap_syms, b->n_syms + 1, sizeof(*b->syms), 16384);
+	r = array_grow((void **)&b->syms, &b->cap_syms, b->n_syms + 1, sizeof(*b->syms), 16384);
 	if (r < 0)
 		return r;
 	/* "a_b__c" -> a, b, "", c: joining with '_' gives the name back */
@@ -166,7 +149,7 @@ static int add_symbol(struct builder *b, uint64_t addr, const char *name, size_t
 
 		if (i < len && name[i] != '_')
 			continue;
-		r = grow((void **)&b->list, &b->cap_list, b->n_list + 1, sizeof(*b->list), 65536);
+		r = array_grow((void **)&b->list, &b->cap_list, b->n_list + 1, sizeof(*b->list), 65536);
 		if (r >= 0)
 			r = intern(b, name + start, i - start, &id);
 		if (r < 0)
