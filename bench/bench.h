@@ -104,6 +104,20 @@ uint64_t bench_process_cpu_ns(void);
 uint64_t bench_mono_ns(void);
 void bench_sleep_ns(uint64_t ns);
 
+/**
+ * bench_schedstat_ns - the on-CPU ns in the schedstat file at @path
+ * (/proc/PID/schedstat, /proc/PID/task/TID/schedstat); 0 if unknown.
+ */
+uint64_t bench_schedstat_ns(const char *path);
+
+/* qsort() order of uint64_t values. */
+static inline int bench_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* ---- child processes ------------------------------------------------------ */
 
 struct bench_child {

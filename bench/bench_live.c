@@ -74,6 +74,7 @@
 #include "bench/bench.h"
 #include "bench/bench_walk.h"
 #include "util/util.h"
+#include "util/util_varint.h"
 
 #define DRAIN_PERIOD_NS (100u * 1000u * 1000u)
 #define FLOOR_BUFFER_KB "8192"  /* traced-probes record's default -b 8m */
@@ -214,22 +215,6 @@ static const char *one_line(const char *s)
 
 /* ---- flush latency, from the service's events in a trace -------------------- */
 
-static bool pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret)
-{
-	uint64_t v = 0;
-
-	for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
-		uint8_t b = *(*p)++;
-
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*ret = v;
-			return true;
-		}
-	}
-	return false;
-}
-
 /* Skip one field of wire type @wt; false on a malformed one. */
 static bool pb_skip(const uint8_t **p, const uint8_t *end, unsigned wt)
 {
@@ -237,12 +222,12 @@ static bool pb_skip(const uint8_t **p, const uint8_t *end, unsigned wt)
 
 	switch (wt) {
 	case 0:
-		return pb_varint(p, end, &v);
+		return varint_get(p, end, &v);
 	case 1:
 		*p += 8;
 		return *p <= end;
 	case 2:
-		if (!pb_varint(p, end, &v) || v > (uint64_t)(end - *p))
+		if (!varint_get(p, end, &v) || v > (uint64_t)(end - *p))
 			return false;
 		*p += v;
 		return true;
@@ -259,19 +244,12 @@ static bool pb_submessage(const uint8_t **p, const uint8_t *end, const uint8_t *
 {
 	uint64_t len;
 
-	if (!pb_varint(p, end, &len) || len > (uint64_t)(end - *p))
+	if (!varint_get(p, end, &len) || len > (uint64_t)(end - *p))
 		return false;
 	*ret = *p;
 	*ret_end = *p + len;
 	*p = *ret_end;
 	return true;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /*
@@ -316,7 +294,7 @@ static void flush_latencies(const char *path, struct live_result *res)
 		uint64_t key, ts = 0;
 		int what = 0;           /* 9: flush started, 3: all flushed */
 
-		if (!pb_varint(&p, end, &key))
+		if (!varint_get(&p, end, &key))
 			break;
 		if (key != ((1u << 3) | 2u)) {
 			if (!pb_skip(&p, end, key & 7))
@@ -328,10 +306,10 @@ static void flush_latencies(const char *path, struct live_result *res)
 		while (pk < pk_end) {
 			uint64_t k;
 
-			if (!pb_varint(&pk, pk_end, &k))
+			if (!varint_get(&pk, pk_end, &k))
 				break;
 			if (k == ((8u << 3) | 0u)) {
-				if (!pb_varint(&pk, pk_end, &ts))
+				if (!varint_get(&pk, pk_end, &ts))
 					break;
 			} else if (k == ((69u << 3) | 2u)) {
 				const uint8_t *se, *se_end;
@@ -341,9 +319,9 @@ static void flush_latencies(const char *path, struct live_result *res)
 				while (se < se_end) {
 					uint64_t f, b;
 
-					if (!pb_varint(&se, se_end, &f))
+					if (!varint_get(&se, se_end, &f))
 						break;
-					if ((f == ((9u << 3) | 0u) || f == ((3u << 3) | 0u)) && pb_varint(&se, se_end, &b)) {
+					if ((f == ((9u << 3) | 0u) || f == ((3u << 3) | 0u)) && varint_get(&se, se_end, &b)) {
 						if (b)
 							what = (int)(f >> 3);
 					} else if (!pb_skip(&se, se_end, f & 7)) {
@@ -357,21 +335,16 @@ static void flush_latencies(const char *path, struct live_result *res)
 		if (what == 9) {
 			started = ts;
 		} else if (what == 3 && started && ts >= started) {
-			if (n == cap) {
-				uint64_t *g = realloc(lat, (cap = cap ? cap * 2 : 64) * sizeof(*lat));
-
-				if (!g)
-					break;
-				lat = g;
-			}
+			if (array_grow((void **)&lat, &cap, n + 1, sizeof(*lat), 64) < 0)
+				break;
 			lat[n++] = ts - started;
 			started = 0;
 		}
 	}
 	(void)munmap(map, len);
-	if (n == 0 || !lat)
+	if (n == 0)
 		return;
-	qsort(lat, n, sizeof(*lat), cmp_u64);
+	qsort(lat, n, sizeof(*lat), bench_cmp_u64);
 	res->flushes = (unsigned)n;
 	res->flush_med_ns = lat[n / 2];
 	res->flush_max_ns = lat[n - 1];
@@ -482,18 +455,10 @@ static void read_rss(pid_t pid, struct live_result *res)
 /* On-CPU ns of a running process's main thread (0 if unknown). */
 static uint64_t thread_ns(pid_t pid)
 {
-	char path[64], buf[128] = "";
-	unsigned long long ns = 0;
-	FILE *f;
+	char path[64];
 
 	(void)snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (!fgets(buf, sizeof(buf), f) || sscanf(buf, "%llu", &ns) != 1)
-		ns = 0;
-	fclose(f);
-	return ns;
+	return bench_schedstat_ns(path);
 }
 
 /*
@@ -513,19 +478,12 @@ static uint64_t process_ns(pid_t pid)
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
-		char p2[320], buf[128] = "";
-		unsigned long long ns;
-		FILE *f;
+		char p2[320];
 
 		if (de->d_name[0] == '.')
 			continue;
 		(void)snprintf(p2, sizeof(p2), "/proc/%d/task/%s/schedstat", (int)pid, de->d_name);
-		f = fopen(p2, "re");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%llu", &ns) == 1)
-			sum += ns;
-		fclose(f);
+		sum += bench_schedstat_ns(p2);
 	}
 	closedir(d);
 	return sum;
@@ -924,8 +882,10 @@ static int measure_daemon(const struct bench_child *watch, const struct bench_ch
 		res->drain_ms = wait_first_read(watch, dir, n_cpus, 1);
 	if (res->enabled_ms < 0)
 		r = -ETIMEDOUT;
+	if (r >= 0 && arg_stop)
+		r = -EINTR;     /* no workload ran: not a run to keep */
 	steady_begin(&st, d->pid);
-	if (r >= 0 && !arg_stop) {
+	if (r >= 0) {
 		uint64_t start = bench_mono_ns();
 
 		r = bench_workload_run(arg_pairs, (uint64_t)(arg_seconds * 1e9), &res->rate);
@@ -939,15 +899,15 @@ static int measure_daemon(const struct bench_child *watch, const struct bench_ch
 	return r;
 }
 
-/* SIGTERM, then its CPU (wait4's rusage) and peak RSS. */
-static void stop_daemon(struct bench_child *d, char **ret_out, int *ret_status, struct live_result *res)
+/* SIGTERM, then its CPU (wait4's rusage) and peak RSS; cpu_ns stays 0 if it cannot be reaped. */
+static void stop_daemon(struct bench_child *d, char **ret_out, struct live_result *res)
 {
 	struct rusage ru = {};
 
 	if (d->pid <= 0)
 		return;
 	bench_child_signal(d, SIGTERM);
-	if (bench_child_finish(d, ret_out, ret_status, &ru, &res->main_ns) >= 0) {
+	if (bench_child_finish(d, ret_out, NULL, &ru, &res->main_ns) >= 0) {
 		res->cpu_ns = rusage_ns(&ru);
 		res->maxrss_kb = ru.ru_maxrss;
 	}
@@ -986,7 +946,6 @@ static int daemon_instance(const char *name, const char *cfg, char *dir, size_t 
 {
 	int r;
 
-	dir[0] = 0;
 	r = bench_instance_create(name, dir, len);
 	if (r < 0) {
 		dir[0] = 0;
@@ -1010,7 +969,7 @@ static int run_daemon(const char *service, struct live_result *res, FILE *notes)
 	struct bench_child d = { .in_fd = -EBADF, .out_fd = -EBADF };
 	struct stat stb;
 	unsigned n_cpus;
-	int r, status = 0, d_status = 0;
+	int r, status = 0;
 
 	*res = (struct live_result){ .enabled_ms = -1, .drain_ms = -1 };
 	(void)snprintf(name, sizeof(name), "tp-bench-live-%d", (int)getpid());
@@ -1045,7 +1004,7 @@ static int run_daemon(const char *service, struct live_result *res, FILE *notes)
 		bench_child_signal(&svc, SIGINT);
 		(void)bench_child_finish(&svc, &svc_out, &status, NULL, NULL);
 	}
-	stop_daemon(&d, &d_out, &d_status, res);
+	stop_daemon(&d, &d_out, res);
 	if (stat(out_path, &stb) == 0)
 		res->out_bytes = (uint64_t)stb.st_size;
 	flush_latencies(out_path, res);
@@ -1055,7 +1014,7 @@ static int run_daemon(const char *service, struct live_result *res, FILE *notes)
 		if (p)
 			(void)sscanf(p, " bytes, %" SCNu64 " commits", &res->commits);
 	}
-	res->ok = r >= 0 && res->events > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	res->ok = r >= 0 && res->events > 0 && res->cpu_ns > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	if (!res->ok) {
 		bench_note(notes, "traced-probes daemon failed (%s; service status 0x%x): service: %s",
 			   r < 0 ? strerror(-r) : "no trace", status, one_line(svc_out ? svc_out : ""));
@@ -1195,10 +1154,14 @@ static int run_popen_count(const char *cmd, const char *needle, uint64_t *ret_co
 /* trace-cmd 3.3 and later take --subbuf-size KIB (3.1, Debian 12's, does not). */
 static bool trace_cmd_has_subbuf(void)
 {
+	static int has = -1;
 	uint64_t n = 0;
 
-	(void)run_popen_count("trace-cmd record -h 2>&1", "--subbuf-size", &n, NULL);
-	return n > 0;
+	if (has < 0) {
+		(void)run_popen_count("trace-cmd record -h 2>&1", "--subbuf-size", &n, NULL);
+		has = n > 0;
+	}
+	return has;
 }
 
 /* @subbuf_kb: trace-cmd's --subbuf-size, 0: its default (the kernel's sub-buffers, as found). */
@@ -1350,7 +1313,7 @@ static int run_via_traced(bool peer, struct live_result *res, FILE *notes)
 	struct bench_child cons = { .in_fd = -EBADF, .out_fd = -EBADF };
 	struct stat stb;
 	unsigned n_cpus;
-	int r, c_status = 0, d_status = 0, t_status = 0;
+	int r, c_status = 0;
 	uint64_t session0 = 0;
 
 	*res = (struct live_result){ .enabled_ms = -1, .drain_ms = -1 };
@@ -1397,18 +1360,22 @@ static int run_via_traced(bool peer, struct live_result *res, FILE *notes)
 	if (cons.pid > 0) {
 		bench_child_signal(&cons, SIGINT);
 		(void)bench_child_finish(&cons, &c_out, &c_status, NULL, NULL);
-		if (session0 && d.pid > 0)
-			res->session_ns = process_ns(d.pid) - session0;
+		if (d.pid > 0) {
+			uint64_t end = process_ns(d.pid);
+
+			/* a thread that exited took its time with it: no figure rather than a wrong one */
+			res->session_ns = session0 && end > session0 ? end - session0 : 0;
+		}
 	}
-	stop_daemon(&d, &d_out, &d_status, res);
+	stop_daemon(&d, &d_out, res);
 	if (svc.pid > 0) {
 		bench_child_signal(&svc, SIGTERM);
-		(void)bench_child_finish(&svc, &t_out, &t_status, NULL, NULL);
+		(void)bench_child_finish(&svc, &t_out, NULL, NULL, NULL);
 	}
 	if (stat(out_path, &stb) == 0)
 		res->out_bytes = (uint64_t)stb.st_size;
 	flush_latencies(out_path, res);
-	res->ok = r >= 0 && res->events > 0 && res->out_bytes > 0 && WIFEXITED(c_status) &&
+	res->ok = r >= 0 && res->events > 0 && res->cpu_ns > 0 && res->out_bytes > 0 && WIFEXITED(c_status) &&
 		  WEXITSTATUS(c_status) == 0;
 	if (!res->ok) {
 		bench_note(notes, "%s through traced failed (%s; perfetto status 0x%x): perfetto: %s", who,
@@ -1520,6 +1487,25 @@ static void keep_best(struct live_result *best, const struct live_result *cand, 
 {
 	if (!best->ok || (cand->ok && ns_per_event(cand, main_thread) < ns_per_event(best, main_thread)))
 		*best = *cand;
+}
+
+static double steady_per_event(const struct live_result *res)
+{
+	return res->ok && res->steady_events ? (double)res->steady_ns / (double)res->steady_events : -1;
+}
+
+static double session_per_event(const struct live_result *res)
+{
+	return res->ok && res->session_ns && res->events ? (double)res->session_ns / (double)res->events : -1;
+}
+
+/* "; LABEL: traced_probes P, the daemon O ns/event (O/P x)" after @k bytes of @line, when both are known. */
+static int append_vs_peer(char *line, size_t size, int k, const char *label, double peer, double ours)
+{
+	if (k < 0 || (size_t)k >= size || peer <= 0 || ours <= 0)
+		return k;
+	return k + snprintf(line + k, size - (size_t)k, "; %s: traced_probes %.1f, the daemon %.1f ns/event (%.2fx)",
+			    label, peer, ours, ours / peer);
 }
 
 /*
@@ -1748,10 +1734,12 @@ int main(int argc, char **argv)
 			(void)run_recorder(false, &tmp, notes);
 			keep_best(&plain, &tmp, true);
 		}
-		if (!arg_stop && want("daemon")) {
+		if (!arg_stop && (want("daemon") || want("daemon-4k"))) {
 			if (arg_service && access(arg_service, X_OK) == 0) {
-				(void)run_daemon(arg_service, &tmp, notes);
-				keep_best(&dmn, &tmp, false);
+				if (want("daemon")) {
+					(void)run_daemon(arg_service, &tmp, notes);
+					keep_best(&dmn, &tmp, false);
+				}
 				if (!arg_stop && chosen != 4) {
 					set_subbuf_env(4);
 					(void)run_daemon(arg_service, &tmp, notes);
@@ -1763,6 +1751,8 @@ int main(int argc, char **argv)
 					   arg_service ? arg_service : "?");
 			}
 		}
+		if (!arg_perfetto && arg_only && strcmp(arg_only, "traced") == 0 && round == 0)
+			bench_note(notes, "traced: no Perfetto build given (--perfetto DIR): nothing to run");
 		if (!arg_stop && arg_perfetto && want("traced")) {
 			/* traced_probes reads 4 KiB pages only: its instance keeps them. */
 			set_subbuf_env(4);
@@ -1788,7 +1778,7 @@ int main(int argc, char **argv)
 				if (!arg_stop && chosen != 4 && trace_cmd_has_subbuf()) {
 					(void)run_trace_cmd(chosen, &tmp, quiet ? quiet : notes);
 					keep_best(&tc_sb, &tmp, false);
-				} else if (round == 0 && chosen != 4) {
+				} else if (round == 0 && !arg_stop && chosen != 4) {
 					bench_note(notes, "trace-cmd: this version has no --subbuf-size (3.3 and later"
 						   " have it): recorded with the kernel's sub-buffers only");
 				}
@@ -1877,7 +1867,7 @@ int main(int argc, char **argv)
 		const char *names[] = { "floor 4k", "floor sub-buffers", "record compact 4k", "record compact",
 					"record compact mmap", "record plain", "daemon 4k", "daemon",
 					"traced_probes via traced", "daemon 4k via traced", "daemon via traced" };
-		double fl = floor_res.steady_events ? (double)floor_res.steady_ns / floor_res.steady_events : 0;
+		double fl = steady_per_event(&floor_res) > 0 ? steady_per_event(&floor_res) : 0;
 		char line[1600];
 		int k = snprintf(line, sizeof(line), "steady state (main thread's CPU during the workload"
 				 " over the events read in it; setup and teardown left out; x: of the 4 KiB floor):");
@@ -1885,9 +1875,9 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < ARRAY_SIZE(rs) && k > 0 && (size_t)k < sizeof(line); i++) {
 			double v;
 
-			if (!rs[i]->ok || !rs[i]->steady_events)
+			v = steady_per_event(rs[i]);
+			if (v < 0)
 				continue;
-			v = (double)rs[i]->steady_ns / (double)rs[i]->steady_events;
 			k += snprintf(line + k, sizeof(line) - (size_t)k, " %s %.1f ns/event", names[i], v);
 			if (i > 0 && fl > 0 && (size_t)k < sizeof(line))
 				k += snprintf(line + k, sizeof(line) - (size_t)k, " (%.2fx)", v / fl);
@@ -1903,8 +1893,8 @@ int main(int argc, char **argv)
 		const char *names[] = { "daemon 4k", "daemon", "traced_probes via traced", "daemon 4k via traced",
 					"daemon via traced" };
 		char line[1200];
-		int k = snprintf(line, sizeof(line), "flushes (one a second, under the workload; the service's"
-				 " flush_started to all_data_sources_flushed, median / max):");
+		int k = snprintf(line, sizeof(line), "flushes (one a second while the session runs, and the"
+				 " stop's; the service's flush_started to all_data_sources_flushed, median / max):");
 		bool any = false;
 
 		for (size_t i = 0; i < ARRAY_SIZE(rs) && k > 0 && (size_t)k < sizeof(line); i++) {
@@ -1922,25 +1912,24 @@ int main(int argc, char **argv)
 	}
 	if (peer.ok && (vt.ok || vt4.ok)) {
 		const struct live_result *ours = vt.ok ? &vt : &vt4;
-		double p = ns_per_event(&peer, false), ps = peer.steady_events ?
-				(double)peer.steady_ns / (double)peer.steady_events : 0;
+		char line[1000];
+		int k = snprintf(line, sizeof(line), "through the same traced (Perfetto's, consumer its perfetto"
+				 " command line): peak RSS traced_probes %.2f MiB, the daemon %.2f MiB",
+				 peer.maxrss_kb / 1024.0, ours->maxrss_kb / 1024.0);
+		char label[96];
 
-		bench_note(stdout, "through the same traced (Perfetto's, consumer its perfetto command line),"
-			   " whole tracer process: traced_probes %.1f ns/event, %.2f MiB peak RSS; the daemon at"
-			   " %u KiB %.1f ns/event (%.2fx traced_probes), %.2f MiB; at 4 KiB %.1f ns/event (%.2fx);"
-			   " steady state: traced_probes %.1f, the daemon %.1f (%.2fx); one session of a daemon"
-			   " already running (every thread, start to end, process start-up left out):"
-			   " traced_probes %.1f, the daemon %.1f (%.2fx)", p, peer.maxrss_kb / 1024.0,
-			   vt.ok ? chosen : 4u, ns_per_event(ours, false), ns_per_event(ours, false) / p,
-			   ours->maxrss_kb / 1024.0, vt4.ok ? ns_per_event(&vt4, false) : -1.0,
-			   vt4.ok ? ns_per_event(&vt4, false) / p : -1.0, ps,
-			   ours->steady_events ? (double)ours->steady_ns / (double)ours->steady_events : -1.0,
-			   ps > 0 && ours->steady_events ?
-				   (double)ours->steady_ns / (double)ours->steady_events / ps : -1.0,
-			   (double)peer.session_ns / (double)peer.events,
-			   (double)ours->session_ns / (double)ours->events,
-			   peer.session_ns ? ((double)ours->session_ns / (double)ours->events) /
-						     ((double)peer.session_ns / (double)peer.events) : -1.0);
+		(void)snprintf(label, sizeof(label), "whole tracer process, the daemon at %u KiB", vt.ok ? chosen : 4u);
+		k = append_vs_peer(line, sizeof(line), k, label, ns_per_event(&peer, false), ns_per_event(ours, false));
+		if (vt.ok && vt4.ok)
+			k = append_vs_peer(line, sizeof(line), k, "at 4 KiB", ns_per_event(&peer, false),
+					   ns_per_event(&vt4, false));
+		k = append_vs_peer(line, sizeof(line), k, "steady state", steady_per_event(&peer),
+				   steady_per_event(ours));
+		k = append_vs_peer(line, sizeof(line), k, "one session of a daemon already running (every thread,"
+				   " start to end, process start-up left out)", session_per_event(&peer),
+				   session_per_event(ours));
+		if (k > 0)
+			bench_note(stdout, "%s", line);
 	}
 	if (comp.ok || plain.ok)
 		bench_note(stdout, "traced-probes record whole process (producer + in-process service"

@@ -79,23 +79,29 @@ void bench_child_signal(const struct bench_child *c, int sig)
 }
 
 /* A zombie keeps its main thread's schedstat: on-CPU time in ns, first field. */
-static uint64_t main_thread_ns(pid_t pid)
+uint64_t bench_schedstat_ns(const char *path)
 {
-	char path[64], buf[128] = "";
+	char buf[128] = "";
 	unsigned long long ns = 0;
-	siginfo_t si = {};
-	FILE *f;
+	FILE *f = fopen(path, "re");
 
-	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
-		;
-	(void)snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
-	f = fopen(path, "re");
 	if (!f)
 		return 0;
 	if (!fgets(buf, sizeof(buf), f) || sscanf(buf, "%llu", &ns) != 1)
 		ns = 0;
 	fclose(f);
 	return ns;
+}
+
+static uint64_t main_thread_ns(pid_t pid)
+{
+	char path[64];
+	siginfo_t si = {};
+
+	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+		;
+	(void)snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	return bench_schedstat_ns(path);
 }
 
 int bench_child_finish(struct bench_child *c, char **ret_out, int *ret_status, struct rusage *ret_ru,

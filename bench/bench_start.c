@@ -78,13 +78,6 @@ static int poll_first(struct loop_source *src, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
 	const struct svc_session_hooks hooks = { .done = on_done, .all_started = on_all_started };
@@ -176,8 +169,8 @@ int main(int argc, char **argv)
 		if (r < 0)
 			goto out;
 	}
-	qsort(ack_ms, runs, sizeof(ack_ms[0]), cmp_u64);
-	qsort(first_ms, runs, sizeof(first_ms[0]), cmp_u64);
+	qsort(ack_ms, runs, sizeof(ack_ms[0]), bench_cmp_u64);
+	qsort(first_ms, runs, sizeof(first_ms[0]), bench_cmp_u64);
 	printf("median of %u (buffer_size_kb %u%s): started %llu ms, first drained event %llu ms\n", runs,
 	       buffer_kb, with_stress ? ", stress-ng --switch 2" : "", (unsigned long long)ack_ms[runs / 2],
 	       (unsigned long long)first_ms[runs / 2]);

@@ -292,8 +292,8 @@ int daemon_main(int argc, char **argv)
 			cleanup_only = true;
 			break;
 		case OPT_MACHINE_NAME:
-			if (!*optarg || strlen(optarg) > 255) {
-				log_error("--machine-name: 1 to 255 characters");
+			if (!*optarg || strlen(optarg) > IPC_MACHINE_NAME_MAX) {
+				log_error("--machine-name: 1 to %u characters", IPC_MACHINE_NAME_MAX);
 				return 2;
 			}
 			d.machine_name = optarg;

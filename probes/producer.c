@@ -336,6 +336,9 @@ static bool identify(const struct producer *p, const char *address);
  */
 static int producer_open(struct producer *p, const char *address, int fd)
 {
+	const struct ipc_identity id = { .pid = (int32_t)getpid(), .uid = (int32_t)geteuid(),
+					 .machine_id_hint = p->machine_id_hint, .machine_name = p->machine_name };
+	bool remote = identify(p, address);
 	struct ipc_client *c = NULL;
 	int r;
 
@@ -349,22 +352,16 @@ static int producer_open(struct producer *p, const char *address, int fd)
 	p->client = c;
 	ipc_client_set_disconnect_callback(c, on_disconnect, p);
 	r = ipc_client_attach_event(c, p->event);
-	if (r >= 0 && identify(p, address))
-		r = ipc_client_send_identity(c, &(struct ipc_identity){
-			.pid = (int32_t)getpid(), .uid = (int32_t)geteuid(),
-			.machine_id_hint = p->machine_id_hint, .machine_name = p->machine_name });
+	if (r >= 0 && remote)
+		r = ipc_client_send_identity(c, &id);
 	if (r >= 0)
 		r = ipc_client_bind_service(c, "ProducerPort", on_bind, p, NULL);
 	if (r < 0) {
 		p->client = ipc_client_free(p->client);
 		return r;
 	}
-	if (identify(p, address) && !p->relay) {
-		int k = producer_relay_new(p->event, p->relay_address ? p->relay_address : address,
-					   &(struct ipc_identity){ .pid = (int32_t)getpid(),
-								   .uid = (int32_t)geteuid(),
-								   .machine_id_hint = p->machine_id_hint,
-								   .machine_name = p->machine_name },
+	if (remote && !p->relay) {
+		int k = producer_relay_new(p->event, p->relay_address ? p->relay_address : address, &id,
 					   &p->relay);
 
 		if (k < 0)

@@ -348,26 +348,24 @@ static int remote_machine(struct svc_session *ss, uint32_t machine_id, const str
 	return emit(ss, &tp);
 }
 
+/* A relay connection of @p's machine comes earlier in the list: that one was written. */
+static bool machine_written(const struct svc_producer *head, const struct svc_producer *p)
+{
+	for (const struct svc_producer *q = head; q != p; q = q->producers_next)
+		if (q->relay && q->machine_id == p->machine_id)
+			return true;
+	return false;
+}
+
 int svc_packets_remote_machines(struct svc_session *ss)
 {
-	uint32_t done[64];
-	size_t n_done = 0;
 	int r = 0;
 
 	if (ss->remote_machines_written || !ss->svc)
 		return 0;
 	ss->remote_machines_written = true;
-	for (struct svc_producer *p = ss->svc->producers_head; p && r >= 0; p = p->producers_next) {
-		bool seen = false;
-
-		if (!p->relay || p->machine_id == 0)
-			continue;
-		for (size_t i = 0; i < n_done; i++)
-			seen |= done[i] == p->machine_id;
-		if (seen || n_done == ARRAY_SIZE(done))
-			continue;
-		done[n_done++] = p->machine_id;
-		r = remote_machine(ss, p->machine_id, p->relay);
-	}
+	for (struct svc_producer *p = ss->svc->producers_head; p && r >= 0; p = p->producers_next)
+		if (p->relay && p->machine_id != 0 && !machine_written(ss->svc->producers_head, p))
+			r = remote_machine(ss, p->machine_id, p->relay);
 	return r;
 }

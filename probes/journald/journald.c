@@ -314,13 +314,11 @@ static int add_matches(struct journald *jd, const Perfetto__Protos__SystemdJourn
 	if (cfg && cfg->has_min_prio)
 		min_prio = MIN(cfg->min_prio, JOURNALD_PRIO_MAX);
 	/*
-	 * Every priority: no PRIORITY match at all, so that entries without
-	 * the field (the native protocol does not require it) pass too, which
-	 * v58.2's "PRIORITY=0 or ... or 7" loses.
+	 * Every priority (min_prio 7): no PRIORITY match at all, so that
+	 * entries without the field (the native protocol does not require it)
+	 * pass too, which v58.2's "PRIORITY=0 or ... or 7" loses.
 	 */
-	if (min_prio == JOURNALD_PRIO_MAX)
-		min_prio = UINT32_MAX;
-	for (uint32_t p = 0; r >= 0 && min_prio != UINT32_MAX && p <= min_prio; p++) {
+	for (uint32_t p = 0; r >= 0 && min_prio < JOURNALD_PRIO_MAX && p <= min_prio; p++) {
 		char v[4];
 
 		snprintf(v, sizeof(v), "%u", p);
