@@ -126,8 +126,8 @@ static void remove_tree(const char *path)
 		(void)waitpid(pid, NULL, 0);
 }
 
-/* Idempotent, and safe from a signal handler (kill, waitpid, rmdir, fork, exec). */
-static void journal_down(void)
+/* Writers a failed case left behind; safe from a signal handler (kill, waitpid). */
+static void kill_writers(void)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(env.writers); i++)
 		if (env.writers[i] > 0) {
@@ -135,6 +135,12 @@ static void journal_down(void)
 			(void)waitpid(env.writers[i], NULL, 0);
 			env.writers[i] = 0;
 		}
+}
+
+/* Idempotent, and safe from a signal handler (kill, waitpid, rmdir, fork, exec). */
+static void journal_down(void)
+{
+	kill_writers();
 	if (env.cgroup[0]) {
 		(void)rmdir(env.cgroup);
 		env.cgroup[0] = 0;
@@ -893,12 +899,7 @@ static void setup(void)
 static void teardown(void)
 {
 	/* writers a failed case left behind, then the cgroup they were in */
-	for (size_t i = 0; i < ARRAY_SIZE(env.writers); i++)
-		if (env.writers[i] > 0) {
-			(void)kill(env.writers[i], SIGKILL);
-			(void)waitpid(env.writers[i], NULL, 0);
-			env.writers[i] = 0;
-		}
+	kill_writers();
 	cgroup_down();
 }
 

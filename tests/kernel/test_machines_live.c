@@ -114,17 +114,27 @@ static pid_t spawn_remote(void)
 		_exit(127);
 	}
 	ck_assert_int_gt(pid, 0);
+	tp_note_spawned(pid);
 	tp_watch_add(&m.watch, "the remote daemon", pid);
 	return pid;
 }
 
-static bool log_has(const char *needle)
+/* How many times the remote daemon's log says @needle. */
+static unsigned log_count(const char *needle)
 {
 	_cleanup_free_ char *text = NULL;
+	unsigned n = 0;
 
 	if (read_full_file_at(AT_FDCWD, m.remote_log, 1u << 20, &text, NULL) < 0)
-		return false;
-	return strstr(text, needle) != NULL;
+		return 0;
+	for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+static bool log_has(const char *needle)
+{
+	return log_count(needle) > 0;
 }
 
 static bool remote_registered(void *unused)
@@ -140,18 +150,6 @@ static bool remote_synced(void *unused)
 static bool remote_said_no_endpoint(void *unused)
 {
 	return log_has("has no relay endpoint");
-}
-
-struct events_goal {
-	const char *dir;
-	uint64_t n;
-};
-
-static bool read_enough(void *arg)
-{
-	const struct events_goal *g = arg;
-
-	return tp_read_events(g->dir) >= g->n;
 }
 
 static void write_config(const char *path, const char *remote_filter, bool all_machines)
@@ -195,6 +193,7 @@ struct summary {
 	bool remote_system_info;
 	size_t clock_pairs;
 	bool pairs_ordered;
+	bool all_started;       /* the service said: every data source of the session started */
 };
 
 static uint64_t clock_of(const Perfetto__Protos__ClockSnapshot *s, uint32_t id)
@@ -228,6 +227,10 @@ static void summarize(const char *path, uint32_t remote_id, struct summary *ret)
 			else
 				ret->other_bundles++;
 		}
+		if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_SERVICE_EVENT &&
+		    p->service_event->event_type_case ==
+					     PERFETTO__PROTOS__TRACING_SERVICE_EVENT__EVENT_TYPE_ALL_DATA_SOURCES_STARTED)
+			ret->all_started = true;
 		if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_SYSTEM_INFO && mid == remote_id &&
 		    p->system_info->utsname)
 			ret->remote_system_info = true;
@@ -254,11 +257,10 @@ static void summarize(const char *path, uint32_t remote_id, struct summary *ret)
  * @relay) before the session starts; it ends once each instance that
  * should record has read @n events.
  */
-static void record(const char *remote_filter, bool all_machines, bool relay, bool remote_records,
-		   const char *out)
+static void record(const char *remote_filter, bool all_machines, bool relay, const char *out)
 {
 	char cfg[512], state[512];
-	struct events_goal gh = { m.dir_host, 500 }, gr = { m.dir_remote, 500 };
+	struct tp_read_events_goal gh = { .dir = m.dir_host, .n = 500 }, gr = { .dir = m.dir_remote, .n = 500 };
 	pid_t svc, host, remote;
 
 	snprintf(cfg, sizeof(cfg), "%s/machines.cfg", tmpdir);
@@ -276,9 +278,10 @@ static void record(const char *remote_filter, bool all_machines, bool relay, boo
 	host = tp_spawn_daemon(bin_daemon, m.unix_sock, state, -1, NULL);
 	ck_assert_int_gt(host, 0);
 	tp_watch_add(&m.watch, "the host daemon", host);
-	tp_assert_wait(&m.watch, read_enough, &gh, "the host's instance read events");
-	if (remote_records)
-		tp_assert_wait(&m.watch, read_enough, &gr, "the remote machine's instance read events");
+	tp_assert_wait(&m.watch, tp_read_events_reached, &gh, "the host's instance read events");
+	/* the remote data source is named only by its filter */
+	if (remote_filter)
+		tp_assert_wait(&m.watch, tp_read_events_reached, &gr, "the remote machine's instance read events");
 	kill(svc, SIGTERM);
 	ck_assert_int_eq(tp_assert_exit(&m.watch, svc, "the service's session"), 0);
 	kill(host, SIGTERM);
@@ -294,7 +297,7 @@ START_TEST(test_two_machines_relay)
 	uint32_t id = expected_machine_id();
 
 	snprintf(out, sizeof(out), "%s/two.pftrace", tmpdir);
-	record(REMOTE_NAME, false, true, true, out);
+	record(REMOTE_NAME, false, true, out);
 	summarize(out, id, &s);
 	fprintf(stderr, "two machines: %llu host bundles, %llu on machine %u, %zu clock pairs\n",
 		(unsigned long long)s.host_bundles, (unsigned long long)s.remote_bundles, id, s.clock_pairs);
@@ -316,10 +319,17 @@ START_TEST(test_remote_needs_asking)
 
 	/* no filter naming it, no trace_all_machines: the remote daemon records nothing */
 	snprintf(out, sizeof(out), "%s/host-only.pftrace", tmpdir);
-	record(NULL, false, true, false, out);
+	record(NULL, false, true, out);
 	summarize(out, id, &s);
 	ck_assert_uint_gt(s.host_bundles, 0);
 	ck_assert_uint_eq(s.remote_bundles, 0);
+	/*
+	 * Not a start the session ended too soon for: every data source the
+	 * session gave out started (a remote one would hold that back until
+	 * it had), and the remote daemon never started one.
+	 */
+	ck_assert(s.all_started);
+	ck_assert_uint_eq(log_count("linux.ftrace started"), 0);
 }
 END_TEST
 
@@ -333,12 +343,15 @@ START_TEST(test_no_relay_endpoint)
 	 * without clock sync (trace_all_machines set too, which a filter
 	 * overrides: the host's data source stays on the host) */
 	snprintf(out, sizeof(out), "%s/no-relay.pftrace", tmpdir);
-	record(REMOTE_NAME, true, false, true, out);
+	record(REMOTE_NAME, true, false, out);
 	summarize(out, id, &s);
 	ck_assert_uint_gt(s.host_bundles, 0);
 	ck_assert_uint_gt(s.remote_bundles, 0);
 	ck_assert_uint_eq(s.clock_pairs, 0);
 	ck_assert(!s.remote_system_info);
+	/* the filter wins over trace_all_machines: the remote got its own data source only */
+	ck_assert(s.all_started);
+	ck_assert_uint_eq(log_count("linux.ftrace started"), 1);
 }
 END_TEST
 

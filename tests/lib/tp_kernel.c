@@ -30,6 +30,11 @@ static void note_spawned(pid_t pid)
 		}
 }
 
+void tp_note_spawned(pid_t pid)
+{
+	note_spawned(pid);
+}
+
 static void forget_spawned(pid_t pid)
 {
 	for (size_t i = 0; i < sizeof(spawned) / sizeof(spawned[0]); i++)

@@ -167,8 +167,10 @@ pid_t tp_spawn_service_ex(const char *bin, const char *sock, const char *cfg, co
 pid_t tp_spawn_daemon(const char *bin, const char *sock, const char *state_dir, int stderr_fd,
 		      const char *extra_arg);
 
-/* SIGKILLs whatever tp_spawn_*() started that was not waited for */
+/* SIGKILLs whatever tp_spawn_*() started (or tp_note_spawned() was told of) that was not waited for */
 void tp_kill_spawned(void);
+/* a child of the test's own making, for tp_kill_spawned() to kill if the test fails first */
+void tp_note_spawned(pid_t pid);
 
 /* runs @s in this process (fixtures keep their meaning), then removes @tmpdir */
 int tp_run_suite(Suite *s, const char *tmpdir);

@@ -192,7 +192,8 @@ uint64_t tp_trace_service_event_ts(const struct tp_trace_summary *s, int event_c
 	for (size_t i = 0; s->trace && i < s->trace->n_packet; i++) {
 		const Perfetto__Protos__TracePacket *pk = s->trace->packet[i];
 
-		if (pk->service_event && pk->has_timestamp &&
+		/* service_event is a member of the packet's data oneof: only valid as its case */
+		if (pk->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_SERVICE_EVENT && pk->has_timestamp &&
 		    (int)pk->service_event->event_type_case == event_case)
 			ts = pk->timestamp;
 	}

@@ -39,10 +39,16 @@ if [ "${1:-}" = --guest ]; then
 	# the guest's own loopback, each port one stream
 	socat TCP-LISTEN:47300,bind=127.0.0.1,reuseaddr GOPEN:$ports/tp.producer &
 	socat TCP-LISTEN:47301,bind=127.0.0.1,reuseaddr GOPEN:$ports/tp.relay &
-	for _ in $(seq 100); do
-		ss -ltn 2>/dev/null | grep -q 127.0.0.1:47301 && break
+	# both bridges listening before the daemon dials them: it dials each once
+	listening=false
+	for _ in $(seq 3000); do
+		if ss -ltn 2>/dev/null | grep -q 127.0.0.1:47300 && ss -ltn 2>/dev/null | grep -q 127.0.0.1:47301; then
+			listening=true
+			break
+		fi
 		sleep 0.1
 	done
+	$listening || { echo "machines: the guest's socat bridges never listened"; exit 1; }
 	"$build/probes/traced-probes" -s 127.0.0.1:47300 --relay-socket 127.0.0.1:47301 \
 		--machine-name $GUEST_NAME -l info &
 	daemon=$!

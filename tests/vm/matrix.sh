@@ -30,21 +30,23 @@ kernels=("$@")
 
 jobs=${TP_VM_JOBS:-2}
 
+# What a scripted row prints of its console as it finishes.
+scripted_lines() {
+	case $1 in
+	frozen) echo '^frozen' ;;
+	machines) echo '^(machine|mark|machines)' ;;
+	esac
+}
+
 # One kernel: its console, meson log and a status file in its results folder.
 run_kernel() {
 	local k=$1 res=$build/vm-results/$1 start=$SECONDS rc
-	if [ "$k" = frozen ]; then
-		TP_VM_TIMEOUT=${TP_VM_TIMEOUT:-1800} "$here/frozen.sh" "$build" >"$res/console.txt" 2>&1
+	# the scripted rows: a script of their own instead of the kernel suites
+	if [ "$k" = frozen ] || [ "$k" = machines ]; then
+		TP_VM_TIMEOUT=${TP_VM_TIMEOUT:-1800} "$here/$k.sh" "$build" >"$res/console.txt" 2>&1
 		rc=$?
 		echo "$rc $((SECONDS - start))" >"$res/status"
-		grep -a '^frozen' "$res/console.txt" | sed "s/^/$k: /"
-		return
-	fi
-	if [ "$k" = machines ]; then
-		"$here/machines.sh" "$build" >"$res/console.txt" 2>&1
-		rc=$?
-		echo "$rc $((SECONDS - start))" >"$res/status"
-		grep -aE '^(machine|mark|machines)' "$res/console.txt" | sed "s/^/$k: /"
+		grep -aE "$(scripted_lines "$k")" "$res/console.txt" | sed "s/^/$k: /"
 		return
 	fi
 	# The guest writes its meson log to the results share, whatever the outcome.
@@ -76,9 +78,12 @@ summary=()
 for k in "${kernels[@]}"; do
 	res=$build/vm-results/$k
 	read -r rc secs <"$res/status" 2>/dev/null || { rc=1; secs=?; }
-	line="$k ($(head -n 1 "$res/console.txt")): ${secs}s"
-	if [ "$k" = machines ]; then
-		line="machines: ${secs}s"
+	if [ "$k" = frozen ] || [ "$k" = machines ]; then
+		line="$k: ${secs}s"
+		if [ "$rc" = 0 ] && [ "$k" = frozen ]; then
+			summary+=("$line, the previous boot's trace read back through record and the daemon")
+			continue
+		fi
 		if [ "$rc" = 0 ]; then
 			summary+=("$line, three machines in one trace, clocks converted within the clock sync's bound")
 		else
@@ -87,21 +92,11 @@ for k in "${kernels[@]}"; do
 		fi
 		while IFS= read -r l; do
 			summary+=("      $l")
-		done < <(grep -aE '^machine |FAILED' "$res/console.txt" | tail -n 8 | cut -c1-400)
+		done < <(grep -aE '^machine |^frozen|:[FE]:|FAILED' "$res/console.txt" | tail -n 8 | cut -c1-400)
 		continue
 	fi
-	if [ "$k" = frozen ]; then
-		if [ "$rc" = 0 ]; then
-			summary+=("$line, the previous boot's trace read back through record and the daemon")
-		else
-			failed=1
-			summary+=("$line, FAILED (status $rc; see $res/console.txt)")
-			while IFS= read -r l; do
-				summary+=("      $l")
-			done < <(grep -aE '^frozen|:[FE]:' "$res/console.txt" | tail -n 8 | cut -c1-400)
-		fi
-		continue
-	elif [ "$rc" = 0 ]; then
+	line="$k ($(head -n 1 "$res/console.txt")): ${secs}s"
+	if [ "$rc" = 0 ]; then
 		line+=", all passed"
 	elif [ "$rc" = 124 ] || [ "$rc" = 125 ] || [ ! -f "$res/testlog.txt" ]; then
 		failed=1
