@@ -792,6 +792,22 @@ START_TEST(test_subbuf_set_and_restored)
 }
 END_TEST
 
+/* The last detach: 4 KiB sub-buffers, @before's buffer size and no state file again. */
+static void detach_and_check_restored(struct ftrace_tracefs *t, const char *before)
+{
+	char *v;
+
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	ck_assert_uint_eq(subbuf_now(), 4);
+	v = read_text(g_inst_dir, "buffer_size_kb");
+	ck_assert_str_eq(v, before);
+	free(v);
+	v = state_file_path();
+	ck_assert(!file_exists(v));
+	free(v);
+}
+
 /*
  * Deferred (the daemon's way), the sub-buffer write goes to the resize
  * thread with the buffer_size_kb one, before it: the attach on the loop
@@ -838,12 +854,7 @@ START_TEST(test_subbuf_deferred_to_resize_thread)
 		} else {
 			ck_assert_uint_eq(rs.buffer_kb, 0); /* the size was already right */
 		}
-		ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
-		ftrace_tracefs_free(t);
-		ck_assert_uint_eq(subbuf_now(), 4);
-		v = read_text(g_inst_dir, "buffer_size_kb");
-		ck_assert_str_eq(v, before);
-		free(v);
+		detach_and_check_restored(t, before);
 		/* The second round asks for the size the buffer has. */
 		p.buffer_size_kb = (uint32_t)atoi(before);
 	}
@@ -851,15 +862,7 @@ START_TEST(test_subbuf_deferred_to_resize_thread)
 	p.buffer_size_kb = 2048;
 	t = open_inst(g_state_dir);
 	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
-	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
-	ftrace_tracefs_free(t);
-	ck_assert_uint_eq(subbuf_now(), 4);
-	v = read_text(g_inst_dir, "buffer_size_kb");
-	ck_assert_str_eq(v, before);
-	free(v);
-	v = state_file_path();
-	ck_assert(!file_exists(v));
-	free(v);
+	detach_and_check_restored(t, before);
 	free(before);
 	fixture_reset();
 	assert_untouched();
