@@ -104,12 +104,11 @@ size_t producer_report_live(struct producer *p,
 bool producer_is_active(const struct producer *p);
 
 /**
- * producer_is_starting - true while a data source is set up and not yet
- * started: its StartDataSource still to come, or its start going on off the
- * loop (a buffer resize on its own thread).  False once each has started or
- * failed.
+ * producer_starting - the name of a data source set up and not yet started
+ * (its StartDataSource still to come, or its start going on off the loop: a
+ * buffer resize on its own thread); NULL once each has started or failed.
  */
-bool producer_is_starting(const struct producer *p);
+const char *producer_starting(const struct producer *p);
 
 /**
  * producer_default_socket - the producer socket Perfetto's traced listens on:

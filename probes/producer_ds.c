@@ -117,15 +117,15 @@ static void on_commit_soon(void *host)
 
 #define LATE_START_NOTICE_NS (100 * 1000000ull)
 
-/* Started (or failed to): count it, tell the hooks, commit what the start wrote. */
-bool producer_is_starting(const struct producer *p)
+const char *producer_starting(const struct producer *p)
 {
 	for (const struct producer_ds *ds = p ? p->instances : NULL; ds; ds = ds->next)
 		if (ds->starting || (!ds->failed && !ds->started))
-			return true;
-	return false;
+			return ds->ops->name;
+	return NULL;
 }
 
+/* Started (or failed to): count it, tell the hooks, commit what the start wrote. */
 static void start_done(struct producer *p, struct producer_ds *ds, int r)
 {
 	if (r < 0)

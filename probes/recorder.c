@@ -28,6 +28,8 @@
 #define REGISTER_TIMEOUT_US (5 * 1000000ull)
 /* How often the bound above looks again while a start goes on off the loop. */
 #define START_RECHECK_US (100 * 1000ull)
+/* ... and says so this often while it lasts. */
+#define START_WAIT_NOTICE_NS (10 * 1000000000ull)
 /* The live status line on a terminal is redrawn this often. */
 #define STATUS_PERIOD_US 1000000ull
 /* A second Ctrl-C sooner than this after the first is the same keypress relayed. */
@@ -69,6 +71,8 @@ struct recorder {
 	uint64_t duration_ms;
 	struct loop_source *duration_timer;
 	uint64_t tracing_ns;     /* CLOCK_MONOTONIC when the last data source started; 0: not yet */
+	uint64_t start_wait_ns;  /* when -t ran out with a start still going on */
+	unsigned start_wait_notices;
 	struct loop_source *status_timer;
 	bool status_shown;       /* a status line is on the terminal */
 };
@@ -260,6 +264,7 @@ static int on_status(struct loop_source *s, uint64_t usec, void *userdata)
 static int on_duration(struct loop_source *s, uint64_t usec, void *userdata)
 {
 	struct recorder *rec = userdata;
+	const char *starting;
 
 	(void)s;
 	(void)usec;
@@ -271,7 +276,18 @@ static int on_duration(struct loop_source *s, uint64_t usec, void *userdata)
 	 * came: its start re-arms the timer for the whole duration; a start that
 	 * fails ends the wait at the next look.
 	 */
-	if (!rec->tracing_ns && producer_is_starting(rec->producer)) {
+	starting = rec->tracing_ns ? NULL : producer_starting(rec->producer);
+	if (starting) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+		/* a wait with no end in sight says what it waits for */
+		if (!rec->start_wait_ns)
+			rec->start_wait_ns = now;
+		else if (now - rec->start_wait_ns >= START_WAIT_NOTICE_NS * (rec->start_wait_notices + 1)) {
+			rec->start_wait_notices++;
+			log_notice("Still waiting for %s to start (%.0f s past the recording's end)", starting,
+				   (double)(now - rec->start_wait_ns) / 1e9);
+		}
 		(void)loop_source_set_time_relative(s, START_RECHECK_US);
 		(void)loop_source_set_enabled(s, LOOP_ONESHOT);
 		return 0;

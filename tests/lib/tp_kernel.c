@@ -590,12 +590,111 @@ pid_t tp_spawn_daemon(const char *bin, const char *sock, const char *state_dir, 
 	return pid;
 }
 
+/*
+ * Without a fork Check enforces no timeout, so a hang waited for meson's
+ * kill and left no word of where it was.  This thread, armed for the
+ * whole suite a little before meson's limit (CK_DEFAULT_TIMEOUT, which
+ * tests/kernel/meson.build sets to it), writes every thread's kernel stack,
+ * wait channel and system call, and the user stacks when gdb is there, then
+ * removes the suite's instances and fails the suite.
+ */
+static void dump_task(const char *task)
+{
+	static const char *const files[] = { "comm", "wchan", "syscall", "stack" };
+
+	fprintf(stderr, "--- thread %s\n", task);
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		_cleanup_free_ char *data = NULL;
+		char path[320];
+
+		snprintf(path, sizeof(path), "/proc/self/task/%s/%s", task, files[i]);
+		if (read_full_file_at(AT_FDCWD, path, 1 << 16, &data, NULL) == 0)
+			fprintf(stderr, "%s: %s%s", files[i], data,
+				data[0] && data[strlen(data) - 1] == '\n' ? "" : "\n");
+	}
+}
+
+static void dump_user_stacks(void)
+{
+	char pid[16], c;
+	int done[2];
+	pid_t child;
+
+	if (access("/usr/bin/gdb", X_OK) != 0 || pipe2(done, O_CLOEXEC) < 0)
+		return;
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	/*
+	 * gdb as a grandchild, and its end seen as the pipe's: a gdb that is
+	 * our own child never finished stopping the thread waiting for it.
+	 */
+	child = fork();
+	if (child == 0) {
+		if (fork() == 0) {
+			close(done[0]);
+			(void)fcntl(done[1], F_SETFD, 0);
+			dup2(STDERR_FILENO, STDOUT_FILENO);
+			execl("/usr/bin/gdb", "gdb", "-p", pid, "-batch", "-nx", "-ex", "thread apply all bt",
+			      (char *)NULL);
+		}
+		_exit(0);
+	}
+	close(done[1]);
+	if (child > 0) {
+		(void)waitpid(child, NULL, 0);
+		while (read(done[0], &c, 1) < 0 && errno == EINTR)
+			;
+	}
+	close(done[0]);
+}
+
+static void *watchdog_main(void *arg)
+{
+	unsigned secs = (unsigned)(uintptr_t)arg;
+	struct timespec d = { .tv_sec = secs };
+	struct dirent *de;
+	DIR *dir;
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &d, &d) == EINTR)
+		;
+	fprintf(stderr, "\n=== the suite is still running after %u s: hung; where each thread is:\n", secs);
+	dir = opendir("/proc/self/task");
+	while (dir && (de = readdir(dir)))
+		if (de->d_name[0] != '.')
+			dump_task(de->d_name);
+	if (dir)
+		closedir(dir);
+	dump_user_stacks();
+	tp_kill_spawned();
+	remove_all();
+	_exit(1);
+}
+
+static void watchdog_start(void)
+{
+	const char *t = getenv("CK_DEFAULT_TIMEOUT");
+	unsigned long secs = t ? strtoul(t, NULL, 10) : 0;
+	sigset_t all, old;
+	pthread_t th;
+
+	if (secs < 20)
+		return;
+	/* before meson's limit, with time left for gdb */
+	secs = secs - MIN(secs / 10, 30ul);
+	/* no signal of the suite's may land on this thread */
+	(void)sigfillset(&all);
+	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&th, NULL, watchdog_main, (void *)(uintptr_t)secs) == 0)
+		(void)pthread_detach(th);
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 int tp_run_suite(Suite *s, const char *tmpdir)
 {
 	SRunner *sr = srunner_create(s);
 	char cmd[600];
 	int failed;
 
+	watchdog_start();
 	srunner_set_fork_status(sr, CK_NOFORK);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
