@@ -594,7 +594,7 @@ pid_t tp_spawn_daemon(const char *bin, const char *sock, const char *state_dir, 
  * Without a fork Check enforces no timeout, so a hang waited for meson's
  * kill and left no word of where it was.  This thread, armed for the
  * whole suite a little before meson's limit (CK_DEFAULT_TIMEOUT, which
- * tests/kernel/meson.build sets to it), writes every thread's kernel stack,
+ * tests/kernel/meson.build sets to it, times CK_TIMEOUT_MULTIPLIER), writes every thread's kernel stack,
  * wait channel and system call, and the user stacks when gdb is there, then
  * removes the suite's instances and fails the suite.
  */
@@ -671,13 +671,16 @@ static void *watchdog_main(void *arg)
 
 static void watchdog_start(void)
 {
-	const char *t = getenv("CK_DEFAULT_TIMEOUT");
+	const char *t = getenv("CK_DEFAULT_TIMEOUT"), *m = getenv("CK_TIMEOUT_MULTIPLIER");
 	unsigned long secs = t ? strtoul(t, NULL, 10) : 0;
 	sigset_t all, old;
 	pthread_t th;
 
 	if (secs < 20)
 		return;
+	/* Check's own scale, which tests/vm/matrix.sh sets beside meson's --timeout-multiplier */
+	if (m && strtoul(m, NULL, 10) > 1)
+		secs *= strtoul(m, NULL, 10);
 	/* before meson's limit, with time left for gdb */
 	secs = secs - MIN(secs / 10, 30ul);
 	/* no signal of the suite's may land on this thread */

@@ -52,7 +52,8 @@ run_kernel() {
 	# The guest writes its meson log to the results share, whatever the outcome.
 	"$here/run.sh" --kernel "$k" --timeout "${TP_VM_TIMEOUT:-1800}" --results "$res" -- \
 		sh -c 'uname -r; rm -f "$1"/meson-logs/testlog.txt
-			meson test -C "$1" --no-rebuild --suite kernel --print-errorlogs --timeout-multiplier 3
+			CK_TIMEOUT_MULTIPLIER=3 meson test -C "$1" --no-rebuild --suite kernel --print-errorlogs \
+				--timeout-multiplier 3
 			rc=$?; cp "$1"/meson-logs/testlog.txt "$TP_VM_RESULTS"/ || rc=1; exit $rc' \
 		sh "$build" >"$res/console.txt" 2>&1
 	rc=$?

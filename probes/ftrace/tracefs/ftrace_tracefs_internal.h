@@ -82,6 +82,14 @@ int ftrace_tracefs_root_dirfd(const struct ftrace_tracefs *t);
 void ftrace_tracefs_resize_join(struct ftrace_tracefs *t);
 
 /*
+ * buffer_size_kb = @value, each CPU's buffer resized from that CPU, so that
+ * no kworker is waited for (ftrace_tracefs_resize.c says why); the _at form
+ * touches only @dirfd (the resize thread's).
+ */
+int ftrace_tracefs_buffer_kb_write_at(int dirfd, const char *value);
+int ftrace_tracefs_write_buffer_kb(struct ftrace_tracefs *t, const char *value, char **ret_error);
+
+/*
  * Write the planned sub-buffer size now (ftrace_tracefs_resize.c); a
  * refusal goes to ftrace_tracefs_subbuf_refused().
  */

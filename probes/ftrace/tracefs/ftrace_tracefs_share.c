@@ -256,7 +256,7 @@ static int first_attach(struct ftrace_tracefs *t, const struct ftrace_tracefs_pa
 		uint32_t kb = buffer_kb_to_write(p->buffer_size_kb);
 
 		(void)snprintf(v, sizeof(v), "%u", kb);
-		r = ftrace_tracefs_write(t, "buffer_size_kb", v, ret_error);
+		r = ftrace_tracefs_write_buffer_kb(t, v, ret_error);
 		if (r < 0)
 			return r;
 		t->cached_buffer_kb = kb;

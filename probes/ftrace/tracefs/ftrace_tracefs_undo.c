@@ -429,8 +429,13 @@ static int write_state_file(const char *path, const char *dir, const char *conte
 	if (fd < 0)
 		return negative_errno();
 	r = write_all(fd, content, strlen(content));
-	if (r >= 0 && fsync(fd) < 0)
-		r = negative_errno();
+	/*
+	 * No fsync(): the file outlives a crash of this process (the rename is
+	 * atomic, the page cache is the file), and what it would add, surviving
+	 * a crash of the machine, is worth nothing: tracefs does not survive
+	 * that either.  On a disk under load an fsync can take a long time on
+	 * the loop thread, and the file is written at every attach and detach.
+	 */
 	if (r >= 0 && rename(tmp, path) < 0)
 		r = negative_errno();
 	if (r < 0)
@@ -629,6 +634,8 @@ static int undo_apply(struct ftrace_tracefs *t, const struct ftrace_undo_entry *
 		 */
 		if (is_buffer_size_file(e->file) && !subbuf_back && file_reads(t, e->file, e->value))
 			return 0;
+		if (strcmp(e->file, "buffer_size_kb") == 0)
+			return ftrace_tracefs_write_buffer_kb(t, e->value, NULL);
 		r = ftrace_tracefs_write(t, e->file, e->value, NULL);
 		/*
 		 * The kernel refuses a tracer change while any trace_pipe_raw of
