@@ -8,12 +8,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <tracefs.h>
+#include <unistd.h>
 
 #include "probes/ftrace/tracefs/ftrace_tracefs.h"
 #include "probes/ftrace/tracefs/ftrace_tracefs_internal.h"
@@ -290,6 +292,67 @@ int ftrace_tracefs_write(struct ftrace_tracefs *t, const char *file, const char 
 		return r;
 	}
 	return 0;
+}
+
+/*
+ * buffer_size_kb = @value, each CPU's buffer resized from that CPU.
+ *
+ * Given the directory's buffer_size_kb, the kernel resizes every other
+ * CPU's buffer from a kworker bound to that CPU and waits for each: behind
+ * a work item that holds a CPU's worker pool (a "workqueue lockup": 30 to
+ * 110 s seen on a busy 2-CPU VM, minutes in CI) the write waits as long,
+ * and the session with it.  A write to per_cpu/cpuN/buffer_size_kb made on
+ * CPU N resizes right there, with no kworker.  So the calling thread moves
+ * to each CPU in turn (its affinity is put back after).  A CPU it may not
+ * run on (offline, outside its cpuset) or a per-CPU file refused leaves the
+ * rest to the directory-wide write, which skips the CPUs already resized.
+ * Returns 0 or -errno; touches only @dirfd.
+ */
+int ftrace_tracefs_buffer_kb_write_at(int dirfd, const char *value)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	bool all = n <= 0 || n > CPU_SETSIZE;
+	cpu_set_t old, one;
+	int fd, r;
+
+	if (!all && sched_getaffinity(0, sizeof(old), &old) < 0)
+		all = true;
+	for (long cpu = 0; !all && cpu < n; cpu++) {
+		char file[64];
+
+		CPU_ZERO(&one);
+		CPU_SET((int)cpu, &one);
+		if (sched_setaffinity(0, sizeof(one), &one) < 0) {
+			all = true;
+			break;
+		}
+		(void)snprintf(file, sizeof(file), "per_cpu/cpu%ld/buffer_size_kb", cpu);
+		fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		r = fd < 0 ? -errno : write_all(fd, value, strlen(value));
+		if (fd >= 0)
+			(void)close(fd);
+		all = r < 0;
+	}
+	if (n > 0 && n <= CPU_SETSIZE)
+		(void)sched_setaffinity(0, sizeof(old), &old);
+	if (!all)
+		return 0;
+	fd = openat(dirfd, "buffer_size_kb", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, value, strlen(value));
+	(void)close(fd);
+	return r;
+}
+
+int ftrace_tracefs_write_buffer_kb(struct ftrace_tracefs *t, const char *value, char **ret_error)
+{
+	int r = ftrace_tracefs_buffer_kb_write_at(t->dirfd, value);
+
+	if (r < 0)
+		set_error_text(ret_error, strdup_printf("write '%s' to %s/buffer_size_kb: %s", value, t->path,
+							strerror(-r)));
+	return r;
 }
 
 int ftrace_tracefs_truncate(struct ftrace_tracefs *t)

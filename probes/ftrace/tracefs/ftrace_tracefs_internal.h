@@ -83,7 +83,7 @@ void ftrace_tracefs_resize_join(struct ftrace_tracefs *t);
 
 /*
  * buffer_size_kb = @value, each CPU's buffer resized from that CPU, so that
- * no kworker is waited for (ftrace_tracefs_resize.c says why); the _at form
+ * no kworker is waited for (ftrace_tracefs.c says why); the _at form
  * touches only @dirfd (the resize thread's).
  */
 int ftrace_tracefs_buffer_kb_write_at(int dirfd, const char *value);
