@@ -260,12 +260,19 @@ START_TEST(test_daemon_sigkill_recovered)
 	_cleanup_free_ char *log = NULL;
 	pid_t svc, daemon;
 	int log_fd;
+	bool maps;
 
 	snprintf(cfg, sizeof(cfg), "%s/sigkill.pbtxt", tmpdir);
 	snprintf(out, sizeof(out), "%s/sigkill.pftrace", tmpdir);
 	snprintf(log_path, sizeof(log_path), "%s/recover.log", tmpdir);
 	/* 2 MiB: large enough for the default sub-buffers (a 32nd of it) */
 	write_config(cfg, 600000, 2048);
+	/*
+	 * Asked before the daemon starts: the probe maps the buffer, and a
+	 * mapping while the daemon sets its sub-buffer size makes the kernel
+	 * refuse it (EBUSY).
+	 */
+	maps = kernel_maps_ring_buffers();
 	svc = spawn_service(cfg, out);
 	/* The daemon reads through the ring buffer's mapping where the kernel
 	 * has one (asked for: it is off by default). */
@@ -275,7 +282,7 @@ START_TEST(test_daemon_sigkill_recovered)
 	tp_assert_wait(&watch, tracing_in_instance, NULL, "the daemon never started tracing");
 	/* Wait until it maps, so that the kill hits a mapped reader. */
 	g_daemon = daemon;
-	if (kernel_maps_ring_buffers())
+	if (maps)
 		tp_assert_wait(&watch, daemon_maps_buffer, NULL, "no trace_pipe_raw mapping");
 	/* Its sub-buffers (Linux 6.8+) are the default size; put back below. */
 	if (subbuf_kb() >= 0)
