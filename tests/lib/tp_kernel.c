@@ -590,14 +590,7 @@ pid_t tp_spawn_daemon(const char *bin, const char *sock, const char *state_dir, 
 	return pid;
 }
 
-/*
- * Without a fork Check enforces no timeout, so a hang waited for meson's
- * kill and left no word of where it was.  This thread, armed for the
- * whole suite a little before meson's limit (CK_DEFAULT_TIMEOUT, which
- * tests/kernel/meson.build sets to it, times CK_TIMEOUT_MULTIPLIER), writes every thread's kernel stack,
- * wait channel and system call, and the user stacks when gdb is there, then
- * removes the suite's instances and fails the suite.
- */
+/* One thread of ours: its name, wait channel, system call and kernel stack. */
 static void dump_task(const char *task)
 {
 	static const char *const files[] = { "comm", "wchan", "syscall", "stack" };
@@ -669,6 +662,15 @@ static void *watchdog_main(void *arg)
 	_exit(1);
 }
 
+/*
+ * Without a fork Check enforces no timeout, so a hang waited for meson's
+ * kill and left no word of where it was.  A thread armed for the whole
+ * suite a little before meson's limit (CK_DEFAULT_TIMEOUT, which
+ * tests/kernel/meson.build sets to it, times CK_TIMEOUT_MULTIPLIER) writes
+ * every thread's kernel stack, wait channel and system call, and the user
+ * stacks when gdb is there, then removes the suite's instances and fails
+ * the suite.
+ */
 static void watchdog_start(void)
 {
 	const char *t = getenv("CK_DEFAULT_TIMEOUT"), *m = getenv("CK_TIMEOUT_MULTIPLIER");

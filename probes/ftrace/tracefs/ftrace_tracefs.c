@@ -294,6 +294,19 @@ int ftrace_tracefs_write(struct ftrace_tracefs *t, const char *file, const char 
 	return 0;
 }
 
+int ftrace_tracefs_write_at(int dirfd, const char *file, const char *value)
+{
+	int fd, r;
+
+	fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, value, strlen(value));
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
 /*
  * buffer_size_kb = @value, each CPU's buffer resized from that CPU.
  *
@@ -313,7 +326,6 @@ int ftrace_tracefs_buffer_kb_write_at(int dirfd, const char *value)
 	long n = sysconf(_SC_NPROCESSORS_CONF);
 	bool all = n <= 0 || n > CPU_SETSIZE;
 	cpu_set_t old, one;
-	int fd, r;
 
 	if (!all && sched_getaffinity(0, sizeof(old), &old) < 0)
 		all = true;
@@ -327,22 +339,11 @@ int ftrace_tracefs_buffer_kb_write_at(int dirfd, const char *value)
 			break;
 		}
 		(void)snprintf(file, sizeof(file), "per_cpu/cpu%ld/buffer_size_kb", cpu);
-		fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-		r = fd < 0 ? -errno : write_all(fd, value, strlen(value));
-		if (fd >= 0)
-			(void)close(fd);
-		all = r < 0;
+		all = ftrace_tracefs_write_at(dirfd, file, value) < 0;
 	}
 	if (n > 0 && n <= CPU_SETSIZE)
 		(void)sched_setaffinity(0, sizeof(old), &old);
-	if (!all)
-		return 0;
-	fd = openat(dirfd, "buffer_size_kb", O_WRONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, value, strlen(value));
-	(void)close(fd);
-	return r;
+	return all ? ftrace_tracefs_write_at(dirfd, "buffer_size_kb", value) : 0;
 }
 
 int ftrace_tracefs_write_buffer_kb(struct ftrace_tracefs *t, const char *value, char **ret_error)

@@ -87,6 +87,8 @@ void ftrace_tracefs_resize_join(struct ftrace_tracefs *t);
  * touches only @dirfd (the resize thread's).
  */
 int ftrace_tracefs_buffer_kb_write_at(int dirfd, const char *value);
+/* One write of @file through @dirfd only: 0 or -errno, no error text. */
+int ftrace_tracefs_write_at(int dirfd, const char *file, const char *value);
 int ftrace_tracefs_write_buffer_kb(struct ftrace_tracefs *t, const char *value, char **ret_error);
 
 /*

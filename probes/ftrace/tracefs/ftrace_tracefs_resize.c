@@ -35,7 +35,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "probes/ftrace/tracefs/ftrace_tracefs.h"
 #include "probes/ftrace/tracefs/ftrace_tracefs_internal.h"
@@ -52,33 +51,21 @@ struct ftrace_tracefs_resize {
 	uint64_t ns;                    /* how long the kernel took */
 };
 
-/* One write through the directory's fd only: nothing else of the controller is touched. */
-static int write_at(int dirfd, const char *file, uint32_t v)
-{
-	char value[16];
-	int fd, r;
-
-	(void)snprintf(value, sizeof(value), "%u", v);
-	fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, value, strlen(value));
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	return r;
-}
-
 static void *resize_main(void *arg)
 {
 	struct ftrace_tracefs_resize *w = arg;
 	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
 	char v[16];
 
-	if (w->subbuf_kb > 0)
-		w->subbuf_result = write_at(w->dirfd, "buffer_subbuf_size_kb", w->subbuf_kb);
-	(void)snprintf(v, sizeof(v), "%u", w->kb);
-	if (w->kb > 0)
+	/* Through the directory's fd only: nothing else of the controller is touched. */
+	if (w->subbuf_kb > 0) {
+		(void)snprintf(v, sizeof(v), "%u", w->subbuf_kb);
+		w->subbuf_result = ftrace_tracefs_write_at(w->dirfd, "buffer_subbuf_size_kb", v);
+	}
+	if (w->kb > 0) {
+		(void)snprintf(v, sizeof(v), "%u", w->kb);
 		w->result = ftrace_tracefs_buffer_kb_write_at(w->dirfd, v);
+	}
 	w->ns = now_ns(CLOCK_MONOTONIC) - t0;
 	/*
 	 * An eventfd write of 1 cannot block or fail short of a bug;
