@@ -10,18 +10,21 @@
  * RemoteClockSync.  With MARK_MACHINE_NAME, the markers of a round trip
  * over a serial link: the host writes "tp-host-send N" into its trace, a
  * byte to the guest, which writes "tp-guest-mark N" into its own and sends
- * the byte back, and the host writes "tp-host-recv N".  Each guest marker,
- * converted to the host's clock with the offset trace_processor v58.2
- * computes from that machine's RemoteClockSync (the mean of the two
- * estimates of every adjacent pair of snapshots less than 30 s apart),
- * must land between its send and receive markers, give or take the error
- * that method allows: half the longest round trip of those pairs (an
- * offset from a round trip is off by at most half of it, when the two
- * ways take all and nothing of it), and never less than 1 ms.  Over a
- * fast link that is 1 ms; over a TCG guest's serial ports, whose trips
- * take 5-20 ms, it is what the clock sync can give.  A machine that shares
- * the host's kernel (SAME_KERNEL_MACHINE_NAME: a network namespace) reads
- * the same clocks: its offset must come out within 1 ms of 0.
+ * the byte back, and the host writes "tp-host-recv N" (tp-serial-mark).
+ * Each guest marker, converted to the host's clock with the offset
+ * trace_processor v58.2 computes from that machine's RemoteClockSync (the
+ * mean of the two estimates of every adjacent pair of snapshots less than
+ * 30 s apart), must land between its send and receive markers, give or
+ * take the error that method allows: half the longest round trip of those
+ * pairs (an offset from a round trip is off by at most half of it, when
+ * the two ways take all and nothing of it), and never less than 1 ms.
+ * And the conversion must be shown right within 1 ms: the guest's mark
+ * happened between the host's two (causality, whatever each way took), so
+ * a converted mark that lands between them is off by at most the larger of
+ * its distances to the two, and one round where that is under 1 ms is the
+ * proof.  A machine that shares the host's kernel
+ * (SAME_KERNEL_MACHINE_NAME: a network namespace) reads the same clocks:
+ * its offset must come out within 1 ms of 0.
  *
  * Prints a line per machine and per marker round; exit status 0 when all
  * holds.
@@ -37,8 +40,9 @@
 #include "util/util.h"
 
 #define MAX_MACHINES 16
-#define MAX_MARKS 64
+#define MAX_MARKS 256
 #define MIN_TOLERANCE_NS 1000000ll
+#define PROOF_NS 1000000ll
 #define BOOTTIME 6u
 
 struct machine {
@@ -224,7 +228,8 @@ int main(int argc, char **argv)
 		bad = 1;
 	}
 	if (argc > 3) {
-		int64_t off, slack;
+		int64_t off, slack, best = -1;
+		unsigned best_k = 0;
 
 		if (!host || !marked || offset_of(marked->sync, &off) < 0) {
 			printf("FAILED: no host, no machine named %s, or no clock sync for it\n", argv[3]);
@@ -238,7 +243,7 @@ int main(int argc, char **argv)
 		       "longest trip, at least 1 ms)\n",
 		       argv[3], (double)slack / 1e6);
 		for (unsigned k = 0; k < MAX_MARKS; k++) {
-			int64_t conv;
+			int64_t conv, bound;
 
 			if (host->send[k] < 0 || host->recv[k] < 0 || marked->mark[k] < 0)
 				continue;
@@ -251,11 +256,26 @@ int main(int argc, char **argv)
 				printf("  FAILED: the guest's mark is outside its round trip, beyond the slack\n");
 				bad = 1;
 			}
+			if (conv < host->send[k] || conv > host->recv[k])
+				continue;
+			bound = conv - host->send[k] > host->recv[k] - conv ? conv - host->send[k]
+									 : host->recv[k] - conv;
+			if (best < 0 || bound < best) {
+				best = bound;
+				best_k = k;
+			}
 		}
 		if (rounds == 0) {
 			printf("FAILED: no complete marker round\n");
 			bad = 1;
-		}
+		} else if (best < 0 || best > PROOF_NS) {
+			printf("FAILED: no round shows the conversion within %.1f ms (the best: %.3f ms)\n",
+			       PROOF_NS / 1e6, best < 0 ? -1.0 : (double)best / 1e6);
+			bad = 1;
+		} else
+			printf("conversion within %.3f ms: the guest's mark %u lands inside its round trip, "
+			       "at most that far from either end\n",
+			       (double)best / 1e6, best_k);
 	}
 out:
 	perfetto__protos__trace__free_unpacked(t, NULL);
