@@ -1123,6 +1123,67 @@ START_TEST(test_attach_replays_leftover_first)
 }
 END_TEST
 
+/*
+ * A list left by another boot (a state directory that is not a tmpfs keeps
+ * it across the reboot): its pid is now anybody's, here a live process, and
+ * tracefs has started afresh.  It must neither make the directory busy nor
+ * be replayed: it is removed and nothing is written.
+ */
+START_TEST(test_attach_drops_other_boots_list)
+{
+	char *state = state_file_path(), *v, *saved;
+	struct ftrace_tracefs *t;
+	struct ftrace_tracefs_params p = { .buffer_size_kb = 512 };
+	char *err = NULL, now[64] = "";
+	pid_t live;
+	int fd;
+
+	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_gt(read(fd, now, sizeof(now) - 1), 0);
+	close(fd);
+	live = fork();
+	if (live == 0) {
+		pause();
+		_exit(0);
+	}
+	saved = read_text(g_inst_dir, "trace_clock");
+	fd = open(state, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	/* another boot's id: this one's with its first digit changed */
+	dprintf(fd, "traced-probes-ftrace-undo 3\npid %d\nboot %c%.35s\ndir %s\ntruncate 0\nw trace_clock mono\n",
+		(int)live, now[0] == '0' ? '1' : '0', now + 1, g_inst_dir);
+	close(fd);
+
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	ck_assert(!file_exists(state));
+	/* the old boot's value was never written: the detach put back this boot's */
+	v = read_text(g_inst_dir, "trace_clock");
+	ck_assert_str_eq(v, saved);
+	free(v);
+
+	/* The same list from this boot, with its owner alive: the directory is busy. */
+	fd = open(state, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	dprintf(fd, "traced-probes-ftrace-undo 3\npid %d\nboot %.36s\ndir %s\ntruncate 0\nw trace_clock mono\n",
+		(int)live, now, g_inst_dir);
+	close(fd);
+	t = open_inst(g_state_dir);
+	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), -EBUSY);
+	free(err);
+	ftrace_tracefs_free(t);
+	ck_assert(file_exists(state));
+	kill(live, SIGKILL);
+	waitpid(live, NULL, 0);
+	(void)unlink(state);
+	free(state);
+	free(saved);
+	assert_untouched();
+}
+END_TEST
+
 START_TEST(test_recover_refuses_bad_files)
 {
 	char p[400];
@@ -1355,6 +1416,7 @@ static Suite *suite(void)
 	tcase_add_test(k, test_subbuf_recovered_after_sigkill);
 	tcase_add_test(k, test_recover_refuses_bad_files);
 	tcase_add_test(k, test_attach_replays_leftover_first);
+	tcase_add_test(k, test_attach_drops_other_boots_list);
 	tcase_add_test(k, test_ds_setup_rejects_bad_instance_names);
 	tcase_add_test(k, test_ds_unknown_events_not_fatal);
 	tcase_add_test(k, test_available_filtered);

@@ -464,7 +464,12 @@ START_TEST(test_undo_state_parse)
 		    "w set_ftrace_filter %\nw set_graph_function do_sys_open%0Avfs_read\nw set_event_pid 1%2042\n"
 		    "w kprobe:perfetto_kprobes/do_sys_open -\n";
 	static const char *const refused[] = {
-		"traced-probes-ftrace-undo 3\ndir /sys/kernel/tracing\n",
+		"traced-probes-ftrace-undo 9\ndir /sys/kernel/tracing\n",
+		"traced-probes-ftrace-undo 3\nboot 0123\ndir /a\n",
+		"traced-probes-ftrace-undo 3\nboot 0123456789abcdef0123456789abcdef0123\ndir /a\n",
+		"traced-probes-ftrace-undo 3\nboot 01234567-89AB-cdef-0123-456789abcdef\ndir /a\n",
+		"traced-probes-ftrace-undo 3\nboot 01234567-89ab-cdef-0123-456789abcdef\n"
+		"boot 01234567-89ab-cdef-0123-456789abcdef\ndir /a\n",
 		"traced-probes-ftrace-undo 2\npid 1\n",
 		"traced-probes-ftrace-undo 2\ndir sys/kernel/tracing\n",
 		"traced-probes-ftrace-undo 2\ndir /sys/kernel/tracing/../tracing/x\n",
@@ -487,6 +492,15 @@ START_TEST(test_undo_state_parse)
 	ck_assert(ftrace_tracefs_remembered(t, "kprobe:perfetto_kprobes/do_sys_open"));
 	ck_assert(ftrace_tracefs_remembered(t, "set_graph_function"));
 	t = ftrace_tracefs_free(t);
+	{
+		char v3[] = "traced-probes-ftrace-undo 3\npid 7\nboot 01234567-89ab-cdef-0123-456789abcdef\n"
+			    "dir /sys/kernel/tracing\ntruncate 0\nw tracing_on 1\n";
+
+		ck_assert_int_eq(ftrace_tracefs_undo_parse(v3, &pid, &t), 0);
+		ck_assert_int_eq(pid, 7);
+		ck_assert_uint_eq(ftrace_tracefs_undo_count(t), 1);
+		t = ftrace_tracefs_free(t);
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
 		char *text = strdup(refused[i]);
 

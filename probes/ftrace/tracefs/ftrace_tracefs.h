@@ -124,8 +124,10 @@ size_t ftrace_tracefs_undo_count(const struct ftrace_tracefs *t);
 /**
  * ftrace_tracefs_undo_file_replay - replay one persisted undo list file.
  * @force: replay even if the owning pid is alive.
- * Returns: 1 replayed and removed, 0 skipped (owner alive), -errno
- * (-EBADMSG for a malformed file).
+ * A file written in another boot is only removed: tracefs starts afresh at
+ * boot, and the pid it names may be another process's now.
+ * Returns: 1 replayed (or another boot's) and removed, 0 skipped (owner
+ * alive), -errno (-EBADMSG for a malformed file).
  */
 int ftrace_tracefs_undo_file_replay(const char *path, bool force);
 
@@ -133,7 +135,8 @@ int ftrace_tracefs_undo_file_replay(const char *path, bool force);
  * ftrace_tracefs_undo_parse - the text of an undo state file (NUL-terminated,
  * cut up in place) as a controller that is not open: its directory, truncate
  * flag and undo list, every record validated as for a replay, and the owner's
- * pid in *@ret_pid.  Pure (the directory is checked to be tracefs only by the
+ * pid in *@ret_pid (and its boot, from version 3 files, kept in the
+ * controller for the replay).  Pure (the directory is checked to be tracefs only by the
  * replay), so that the fuzzer can reach it.
  * Returns: 0, -EBADMSG (malformed), -ENOMEM.
  */

@@ -26,6 +26,9 @@ struct ftrace_event_ref {
 	bool ours;                      /* we enabled it: disable it when refs drops to 0 */
 };
 
+/* a boot id as the kernel prints it: 8-4-4-4-12 hex digits */
+#define FTRACE_BOOT_ID_LEN 36u
+
 struct ftrace_tracefs {
 	char *path;                     /* absolute, no trailing '/' */
 	char *instance_name;            /* NULL: top level */
@@ -41,6 +44,8 @@ struct ftrace_tracefs {
 	char *restore_error;            /* the last restore's first failure, or NULL */
 	char *state_dir;
 	char *state_path;
+	/* the boot the state file belongs to ("": not known), /proc/sys/kernel/random/boot_id */
+	char boot_id[FTRACE_BOOT_ID_LEN + 1];
 
 	/* sharing among data sources */
 	unsigned n_attached;
@@ -193,3 +198,9 @@ void ftrace_tracefs_note_truncated(struct ftrace_tracefs *t);
  * recorded files are changed.
  */
 int ftrace_tracefs_persist(struct ftrace_tracefs *t);
+
+/*
+ * This boot's id into @buf ("" when it cannot be read): state files name
+ * their boot, so that one left by another boot is never replayed.
+ */
+void ftrace_tracefs_boot_id(char buf[static FTRACE_BOOT_ID_LEN + 1]);

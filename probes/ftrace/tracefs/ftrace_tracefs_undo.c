@@ -6,8 +6,9 @@
  * ftrace_host_recover()).
  *
  * State file (text, one record per line, written atomically):
- *   traced-probes-ftrace-undo 1
+ *   traced-probes-ftrace-undo 3
  *   pid <owner pid>
+ *   boot <boot id of the owner's boot>  (from version 3; files of 1 and 2 are read too)
  *   dir <absolute tracefs directory>
  *   truncate <0|1>
  *   w <relative file> <old value>     (oldest change first)
@@ -27,7 +28,8 @@
 #include "probes/ftrace/tracefs/ftrace_tracefs.h"
 #include "probes/ftrace/tracefs/ftrace_tracefs_internal.h"
 
-#define UNDO_MAGIC "traced-probes-ftrace-undo 2"
+#define UNDO_MAGIC "traced-probes-ftrace-undo 3"
+#define UNDO_MAGIC_V2 "traced-probes-ftrace-undo 2"
 #define UNDO_MAGIC_V1 "traced-probes-ftrace-undo 1"
 #define UNDO_VALUE_MAX 63u
 #define UNDO_CPUMASK_MAX 1024u
@@ -512,7 +514,10 @@ int ftrace_tracefs_persist(struct ftrace_tracefs *t)
 	f = open_memstream(&buf, &len);
 	if (!f)
 		return -ENOMEM;
-	fprintf(f, UNDO_MAGIC "\npid %d\ndir %s\ntruncate %d\n", (int)getpid(), t->path, t->truncated ? 1 : 0);
+	fprintf(f, UNDO_MAGIC "\npid %d\n", (int)getpid());
+	if (t->boot_id[0])
+		fprintf(f, "boot %s\n", t->boot_id);
+	fprintf(f, "dir %s\ntruncate %d\n", t->path, t->truncated ? 1 : 0);
 	for (size_t i = 0; i < t->n_undo; i++) {
 		fprintf(f, "w %s ", t->undo[i].file);
 		put_escaped(f, t->undo[i].value);
@@ -729,6 +734,31 @@ const char *ftrace_tracefs_restore_error(const struct ftrace_tracefs *t)
 
 /* ---- recovery ------------------------------------------------------------ */
 
+static bool boot_id_valid(const char *b)
+{
+	size_t n = 0;
+
+	for (; b[n]; n++) {
+		bool dash = n == 8 || n == 13 || n == 18 || n == 23;
+
+		if (dash ? b[n] != '-' : !((b[n] >= '0' && b[n] <= '9') || (b[n] >= 'a' && b[n] <= 'f')))
+			return false;
+	}
+	return n == FTRACE_BOOT_ID_LEN;
+}
+
+void ftrace_tracefs_boot_id(char buf[static FTRACE_BOOT_ID_LEN + 1])
+{
+	_cleanup_free_ char *text = NULL;
+
+	buf[0] = 0;
+	if (read_full_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 64, &text, NULL) < 0)
+		return;
+	text[strcspn(text, "\n")] = 0;
+	if (boot_id_valid(text))
+		memcpy(buf, text, FTRACE_BOOT_ID_LEN + 1);
+}
+
 static bool pid_alive(pid_t pid)
 {
 	if (pid <= 0)
@@ -762,7 +792,8 @@ int ftrace_tracefs_undo_parse(char *text, int *ret_pid, struct ftrace_tracefs **
 	t->clock = -1;
 
 	line = strtok_r(text, "\n", &save);
-	if (!line || (strcmp(line, UNDO_MAGIC) != 0 && strcmp(line, UNDO_MAGIC_V1) != 0))
+	if (!line || (strcmp(line, UNDO_MAGIC) != 0 && strcmp(line, UNDO_MAGIC_V2) != 0 &&
+		      strcmp(line, UNDO_MAGIC_V1) != 0))
 		return -EBADMSG;
 	while ((line = strtok_r(NULL, "\n", &save))) {
 		if (strncmp(line, "pid ", 4) == 0) {
@@ -771,6 +802,10 @@ int ftrace_tracefs_undo_parse(char *text, int *ret_pid, struct ftrace_tracefs **
 			if (safe_atoi32(line + 4, &v) < 0)
 				return -EBADMSG;
 			pid = v;
+		} else if (strncmp(line, "boot ", 5) == 0) {
+			if (t->boot_id[0] || !boot_id_valid(line + 5))
+				return -EBADMSG;
+			memcpy(t->boot_id, line + 5, FTRACE_BOOT_ID_LEN + 1);
 		} else if (strncmp(line, "dir ", 4) == 0) {
 			if (t->path || !dir_form_valid(line + 4))
 				return -EBADMSG;
@@ -815,6 +850,23 @@ static int file_replay(const char *path, bool force, int *ret_live_pid)
 	r = ftrace_tracefs_undo_parse(text, &pid, &t);
 	if (r < 0)
 		return r;
+	if (t->boot_id[0]) {
+		char now[FTRACE_BOOT_ID_LEN + 1];
+
+		ftrace_tracefs_boot_id(now);
+		/*
+		 * Left by another boot (where the state directory is not a
+		 * tmpfs that the reboot emptied): tracefs starts afresh at
+		 * every boot, so there is nothing to put back, its instance may
+		 * be gone, and its pid may be anybody's now.  Replaying it
+		 * would write that boot's values over this one's.
+		 */
+		if (now[0] && strcmp(now, t->boot_id) != 0) {
+			if (unlink(path) < 0 && errno != ENOENT)
+				return negative_errno();
+			return 2;
+		}
+	}
 	if (!dir_valid(t->path))
 		return -EBADMSG;
 	if (!force && pid != getpid() && pid_alive(pid)) {
@@ -842,7 +894,9 @@ static int file_replay(const char *path, bool force, int *ret_live_pid)
 
 int ftrace_tracefs_undo_file_replay(const char *path, bool force)
 {
-	return file_replay(path, force, NULL);
+	int r = file_replay(path, force, NULL);
+
+	return r == 2 ? 1 : r;
 }
 
 int ftrace_tracefs_undo_replay_dir(const char *state_dir, char **ret_report)
@@ -869,6 +923,8 @@ int ftrace_tracefs_undo_replay_dir(const char *state_dir, char **ret_report)
 		p = strdup_printf("%s/%s", state_dir, de->d_name);
 		/* A malformed file (-EBADMSG) is never acted on and is kept for a human. */
 		r = p ? file_replay(p, false, &live) : -ENOMEM;
+		if (r == 2)
+			continue;       /* another boot's: removed, nothing was restored */
 		if (r > 0)
 			n++;
 		else if (r < 0 && first_error == 0)
