@@ -8,9 +8,10 @@
  * Every machine (machine_id; 0 is the host) must have FtraceEventBundles,
  * and there must be MACHINES of them; every remote one its SystemInfo and a
  * RemoteClockSync.  With MARK_MACHINE_NAME, the markers of a round trip
- * over a serial link: the host writes "tp-host-send N" into its trace, a
- * byte to the guest, which writes "tp-guest-mark N" into its own and sends
- * the byte back, and the host writes "tp-host-recv N" (tp-serial-mark).
+ * over a serial link: the host writes "tp-host-send" = N (an atrace counter
+ * line) into its trace, a byte to the guest, which writes "tp-guest-mark" =
+ * N into its own and sends the byte back, and the host writes
+ * "tp-host-recv" = N (tp-serial-mark).
  * Each guest marker, converted to the host's clock with the offset
  * trace_processor v58.2 computes from that machine's RemoteClockSync (the
  * mean of the two estimates of every adjacent pair of snapshots less than
@@ -122,11 +123,11 @@ static void take_marker(struct machine *m, const char *buf, int64_t ts)
 {
 	unsigned k;
 
-	if (sscanf(buf, "tp-host-send %u", &k) == 1 && k < MAX_MARKS)
+	if (sscanf(buf, "C|%*d|tp-host-send|%u", &k) == 1 && k < MAX_MARKS)
 		m->send[k] = ts;
-	else if (sscanf(buf, "tp-host-recv %u", &k) == 1 && k < MAX_MARKS)
+	else if (sscanf(buf, "C|%*d|tp-host-recv|%u", &k) == 1 && k < MAX_MARKS)
 		m->recv[k] = ts;
-	else if (sscanf(buf, "tp-guest-mark %u", &k) == 1 && k < MAX_MARKS)
+	else if (sscanf(buf, "C|%*d|tp-guest-mark|%u", &k) == 1 && k < MAX_MARKS)
 		m->mark[k] = ts;
 }
 

@@ -8,11 +8,11 @@
  *   tp-serial-mark quit SOCKET
  *
  * host connects to the UNIX SOCKET QEMU serves for the port and, for round
- * K = 1, 2...: writes "tp-host-send K" into MARKER (a trace_marker file),
- * the byte K to the guest, waits for it back, and writes "tp-host-recv K".
+ * K = 1, 2...: writes the counter "tp-host-send" = K into MARKER (a trace_marker file),
+ * the byte K to the guest, waits for it back, and writes "tp-host-recv" = K.
  * It stops once FAST_WANTED rounds took less than FAST_NS, or after
  * MAX_ROUNDS.  guest reads the PORT (/dev/virtio-ports/NAME) a byte at a
- * time, writes "tp-guest-mark K" into its MARKER and sends the byte back,
+ * time, writes "tp-guest-mark" = K into its MARKER and sends the byte back,
  * until quit sends it the byte 0 (after the session: the guest's daemon
  * records until then).
  *
@@ -51,7 +51,12 @@
 static int mark(int fd, const char *what, unsigned k)
 {
 	char buf[64];
-	int n = snprintf(buf, sizeof(buf), "%s %u\n", what, k);
+	/*
+	 * An atrace counter line ("C|pid|name|value"): trace_processor reads
+	 * every trace_marker line as atrace, and counts any other form as a
+	 * systrace_parse_failure.
+	 */
+	int n = snprintf(buf, sizeof(buf), "C|%d|%s|%u\n", (int)getpid(), what, k);
 
 	return write(fd, buf, (size_t)n) == n ? 0 : -errno;
 }

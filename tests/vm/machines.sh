@@ -15,9 +15,9 @@
 # The test service serves RelayPort (--relay); the config gives each machine
 # its own linux.ftrace (machine_name_filter).  Once all three record, the
 # host and the guest exchange markers over a third serial port
-# (tp-serial-mark): the host writes "tp-host-send N" into its trace and a
-# byte to the guest, the guest writes "tp-guest-mark N" and echoes the
-# byte, the host writes "tp-host-recv N"; rounds go on until a few took
+# (tp-serial-mark): the host writes "tp-host-send" = N (an atrace counter) into its trace and a
+# byte to the guest, the guest writes "tp-guest-mark" = N and echoes the
+# byte, the host writes "tp-host-recv" = N; rounds go on until a few took
 # under 1 ms.  tp-machines-check then requires three machines, each with
 # its events, the remote ones with their SystemInfo and clock sync, the
 # namespace's offset within 1 ms of 0 (it reads the host's clocks), every
