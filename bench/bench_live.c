@@ -45,7 +45,7 @@
  * and each row is that tracer's cheapest run.  --only sweep instead records with ever smaller
  * per-CPU buffers (2 MiB down to 32 KiB) to find where the first overrun
  * appears at the workload's rate, without and with drain_buffer_percent,
- * with traced-probes' sub-buffers and again with 4 KiB ones.
+ * with traced-probes' sub-buffers and with 4 KiB ones in turn at each size.
  *
  * Ring-buffer sub-buffers (Linux 6.8+): the floor, record (compact) and the
  * daemon run at 4 KiB and at --subbuf KIB (default 64, traced-probes'
@@ -111,6 +111,7 @@ struct live_result {
 	uint64_t session_ns;    /* every thread's CPU from the session's start to its end (via traced) */
 	unsigned flushes;       /* periodic flushes seen in the trace (daemons) */
 	uint64_t flush_med_ns, flush_max_ns;   /* flush_started -> all_data_sources_flushed */
+	unsigned subbuf_kb;     /* the instance's sub-buffers while it recorded (0: unknown) */
 };
 
 static uint64_t rusage_ns(const struct rusage *ru)
@@ -761,6 +762,9 @@ static int run_recorder_with(bool compact, const struct sweep_cfg *sc, struct li
 		res->enabled_ms = wait_file(&ch, dir, "events/sched/sched_switch/enable", "1", 10);
 		if (res->enabled_ms >= 0)
 			res->drain_ms = wait_first_read(&ch, dir, n_cpus, 1);
+		/* what the recorder chose for this buffer, once it has read (it may cap what it was asked) */
+		if (res->drain_ms >= 0)
+			res->subbuf_kb = (unsigned)(subbuf_bytes_of(dir) / 1024);
 		(void)workload_then_stop(&ch, res->enabled_ms >= 0, res, &out, &status, &sst);
 		if (out)
 			parse_recorder_summary(out, res);
@@ -782,53 +786,91 @@ static int run_recorder_with(bool compact, const struct sweep_cfg *sc, struct li
 
 /* ---- where the first overrun appears -------------------------------------- */
 
+/* One sub-buffer setting's sweep: its note line, and how far it got. */
+struct sweep_line {
+	char text[1024];
+	int k;
+	bool loss_seen, done;
+	unsigned smallest_clean;
+};
+
+static void sweep_take(struct sweep_line *l, unsigned kb, const struct live_result *res, bool last)
+{
+	double rate = res->window_ns ? (double)(res->events + res->overruns) * 1e9 / (double)res->window_ns : 0;
+
+	if (l->k > 0 && (size_t)l->k < sizeof(l->text))
+		l->k += snprintf(l->text + l->k, sizeof(l->text) - (size_t)l->k,
+				 " %u KiB/CPU (sub-buffers %u KiB) %.2f M ev/s lost %" PRIu64 " (%.2f %%);", kb,
+				 res->subbuf_kb, rate / 1e6, res->overruns,
+				 res->events + res->overruns ?
+					 100.0 * (double)res->overruns / (double)(res->events + res->overruns) : 0.0);
+	if (res->overruns == 0 && !l->loss_seen)
+		l->smallest_clean = kb;
+	else
+		l->loss_seen = true;
+	/* past 5 % lost: smaller buffers only lose more */
+	if (res->overruns > 0 && !last && res->overruns * 20 > res->events)
+		l->done = true;
+}
+
+static void sweep_note(FILE *out, struct sweep_line *l, bool wake)
+{
+	if (l->k > 0 && (size_t)l->k < sizeof(l->text) && l->text[l->k - 1] == ';')
+		l->text[l->k - 1] = 0;
+	bench_note(out, "%s", l->text);
+	if (l->smallest_clean)
+		bench_note(out, "smallest per-CPU buffer with no overrun at this machine's top rate%s: %u KiB",
+			   wake ? " (with wake-ups)" : "", l->smallest_clean);
+}
+
 /*
  * The workload runs at the highest rate this machine reaches; what moves
  * the first overrun is how much the kernel may buffer between two drains.
  * Halve the per-CPU buffer until events are lost, with 100 ms drain
- * periods, without and with drain_buffer_percent wake-ups.
+ * periods, without and with drain_buffer_percent wake-ups, once with
+ * traced-probes' sub-buffers (@chosen KiB asked; it takes smaller ones for
+ * a small buffer) and once with 4 KiB ones at each size in turn, so that
+ * both see the machine in the same state (its rate drifts from one minute
+ * to the next, and with it where the first loss falls).
  */
-static void run_sweep(FILE *out)
+static void run_sweep(FILE *out, unsigned chosen)
 {
 	static const unsigned sizes_kb[] = { 2048, 1024, 512, 256, 128, 64, 32 };
+	const unsigned subbufs[2] = { chosen, 4 };
 
 	for (int wake = 0; wake <= 1; wake++) {
-		char line[1024];
-		int k = snprintf(line, sizeof(line), "overrun sweep, drain every 100 ms%s:",
-				 wake ? " + drain_buffer_percent 50" : "");
-		bool loss_seen = false;
-		unsigned smallest_clean = 0;
+		struct sweep_line lines[2] = {};
 
+		for (int j = 0; j < 2; j++)
+			lines[j].k = snprintf(lines[j].text, sizeof(lines[j].text),
+					      "overrun sweep%s, drain every 100 ms%s:",
+					      j == 0 ? "" : " with 4 KiB sub-buffers",
+					      wake ? " + drain_buffer_percent 50" : "");
 		for (size_t i = 0; i < ARRAY_SIZE(sizes_kb) && !arg_stop; i++) {
-			const struct sweep_cfg sc = { sizes_kb[i], wake ? 50 : 0 };
-			struct live_result res;
-			double rate;
+			bool any = false;
 
-			(void)run_recorder_with(true, &sc, &res, out);
-			if (!res.ok)
+			for (int j = 0; j < 2 && !arg_stop; j++) {
+				const struct sweep_cfg sc = { sizes_kb[i], wake ? 50 : 0 };
+				struct live_result res;
+
+				if (lines[j].done)
+					continue;
+				set_subbuf_env(subbufs[j]);
+				(void)run_recorder_with(true, &sc, &res, out);
+				if (!res.ok) {
+					lines[j].done = true;
+					continue;
+				}
+				sweep_take(&lines[j], sizes_kb[i], &res, i + 1 == ARRAY_SIZE(sizes_kb));
+				any = true;
+			}
+			if (!any)
 				break;
-			rate = res.window_ns ? (double)(res.events + res.overruns) * 1e9 / (double)res.window_ns : 0;
-			if (k > 0 && (size_t)k < sizeof(line))
-				k += snprintf(line + k, sizeof(line) - (size_t)k,
-					      " %u KiB/CPU %.2f M ev/s lost %" PRIu64 " (%.2f %%);", sizes_kb[i],
-					      rate / 1e6, res.overruns,
-					      res.events + res.overruns ? 100.0 * (double)res.overruns /
-						      (double)(res.events + res.overruns) : 0.0);
-			if (res.overruns == 0 && !loss_seen)
-				smallest_clean = sizes_kb[i];
-			else
-				loss_seen = true;
-			if (res.overruns > 0 && i + 1 < ARRAY_SIZE(sizes_kb) &&
-			    res.overruns * 20 > res.events)
-				break;  /* past 5 % lost: smaller buffers only lose more */
 		}
-		if (k > 0 && (size_t)k < sizeof(line) && line[k - 1] == ';')
-			line[k - 1] = 0;
-		bench_note(out, "%s", line);
-		if (smallest_clean)
-			bench_note(out, "smallest per-CPU buffer with no overrun at this machine's top rate%s: %u KiB",
-				   wake ? " (with wake-ups)" : "", smallest_clean);
+		for (int j = 0; j < 2; j++)
+			sweep_note(out, &lines[j], wake);
 	}
+	set_subbuf_env(chosen);
 }
 
 /* ---- the daemon beside a service in another process ----------------------- */
@@ -1685,12 +1727,7 @@ int main(int argc, char **argv)
 		return arg_stop ? 1 : 0;
 	}
 	if (arg_only && strcmp(arg_only, "sweep") == 0) {
-		set_subbuf_env(chosen);
-		run_sweep(notes);
-		/* Where the first loss appears with 4 KiB sub-buffers, beside it. */
-		set_subbuf_env(4);
-		bench_note(notes, "the same sweep with 4 KiB sub-buffers:");
-		run_sweep(notes);
+		run_sweep(notes, chosen);
 		fclose(notes);
 		if (notes_buf)
 			fputs(notes_buf, stdout);
