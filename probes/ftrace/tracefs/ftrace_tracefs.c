@@ -152,8 +152,6 @@ int ftrace_tracefs_open(const char *root, const char *instance_name, const char 
 		t->state_dir = strdup(state_dir);
 		if (!t->state_dir)
 			return -ENOMEM;
-		/* read once: every state file this controller writes names its boot */
-		ftrace_tracefs_boot_id(t->boot_id);
 	}
 
 	*ret = TAKE_PTR(t);

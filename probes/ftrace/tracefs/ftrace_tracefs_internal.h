@@ -198,9 +198,3 @@ void ftrace_tracefs_note_truncated(struct ftrace_tracefs *t);
  * recorded files are changed.
  */
 int ftrace_tracefs_persist(struct ftrace_tracefs *t);
-
-/*
- * This boot's id into @buf ("" when it cannot be read): state files name
- * their boot, so that one left by another boot is never replayed.
- */
-void ftrace_tracefs_boot_id(char buf[static FTRACE_BOOT_ID_LEN + 1]);

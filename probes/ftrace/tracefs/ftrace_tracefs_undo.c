@@ -42,6 +42,8 @@
 #define TRACEFS_MAGIC 0x74726163
 #endif
 
+static void boot_id_read(char buf[static FTRACE_BOOT_ID_LEN + 1]);
+
 /* What an undo record puts back, and how. */
 enum undo_kind {
 	UNDO_PLAIN,     /* one short token, written as is */
@@ -514,6 +516,9 @@ int ftrace_tracefs_persist(struct ftrace_tracefs *t)
 	f = open_memstream(&buf, &len);
 	if (!f)
 		return -ENOMEM;
+	/* read once: every state file of this directory names its boot, so that another boot never replays it */
+	if (!t->boot_id[0])
+		boot_id_read(t->boot_id);
 	fprintf(f, UNDO_MAGIC "\npid %d\n", (int)getpid());
 	if (t->boot_id[0])
 		fprintf(f, "boot %s\n", t->boot_id);
@@ -747,7 +752,8 @@ static bool boot_id_valid(const char *b)
 	return n == FTRACE_BOOT_ID_LEN;
 }
 
-void ftrace_tracefs_boot_id(char buf[static FTRACE_BOOT_ID_LEN + 1])
+/* This boot's id into @buf ("" when it cannot be read). */
+static void boot_id_read(char buf[static FTRACE_BOOT_ID_LEN + 1])
 {
 	_cleanup_free_ char *text = NULL;
 
@@ -853,7 +859,7 @@ static int file_replay(const char *path, bool force, int *ret_live_pid)
 	if (t->boot_id[0]) {
 		char now[FTRACE_BOOT_ID_LEN + 1];
 
-		ftrace_tracefs_boot_id(now);
+		boot_id_read(now);
 		/*
 		 * Left by another boot (where the state directory is not a
 		 * tmpfs that the reboot emptied): tracefs starts afresh at
