@@ -1073,6 +1073,18 @@ START_TEST(test_subbuf_recovered_after_sigkill)
 }
 END_TEST
 
+/* A whole session on the instance: attach, detach, and no state file left. */
+static void attach_detach_clean(const struct ftrace_tracefs_params *p, const char *state)
+{
+	struct ftrace_tracefs *t = open_inst(g_state_dir);
+	char *err = NULL;
+
+	ck_assert_msg(ftrace_tracefs_attach(t, p, &err) == 0, "attach: %s", err ? err : "?");
+	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
+	ftrace_tracefs_free(t);
+	ck_assert(!file_exists(state));
+}
+
 /* A leftover list is replayed before a new setup records "original" values. */
 START_TEST(test_attach_replays_leftover_first)
 {
@@ -1092,12 +1104,8 @@ START_TEST(test_attach_replays_leftover_first)
 		(int)strcspn(v, "]"), v);
 	close(fd);
 
-	t = open_inst(g_state_dir);
-	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
 	/* what we will restore is the clock from before the dead process */
-	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
-	ftrace_tracefs_free(t);
-	ck_assert(!file_exists(state));
+	attach_detach_clean(&p, state);
 	assert_untouched();
 
 	/* A live owner: the directory is busy and its list is left alone. */
@@ -1155,11 +1163,7 @@ START_TEST(test_attach_drops_other_boots_list)
 		(int)live, now[0] == '0' ? '1' : '0', now + 1, g_inst_dir);
 	close(fd);
 
-	t = open_inst(g_state_dir);
-	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), 0);
-	ck_assert_int_eq(ftrace_tracefs_detach(t), 0);
-	ftrace_tracefs_free(t);
-	ck_assert(!file_exists(state));
+	attach_detach_clean(&p, state);
 	/* the old boot's value was never written: the detach put back this boot's */
 	v = read_text(g_inst_dir, "trace_clock");
 	ck_assert_str_eq(v, saved);
