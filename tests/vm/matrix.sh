@@ -86,14 +86,14 @@ for k in "${kernels[@]}"; do
 			continue
 		fi
 		if [ "$rc" = 0 ]; then
-			summary+=("$line, three machines in one trace, clocks converted within the clock sync's bound")
+			summary+=("$line, three machines in one trace, the guest's clock shown right within 1 ms")
 		else
 			failed=1
 			summary+=("$line, FAILED (status $rc; see $res/console.txt)")
 		fi
 		while IFS= read -r l; do
 			summary+=("      $l")
-		done < <(grep -aE '^machine |^frozen|:[FE]:|FAILED' "$res/console.txt" | tail -n 8 | cut -c1-400)
+		done < <(grep -aE '^machine |^conversion within|^frozen|:[FE]:|FAILED' "$res/console.txt" | tail -n 8 | cut -c1-400)
 		continue
 	fi
 	line="$k ($(head -n 1 "$res/console.txt")): ${secs}s"
