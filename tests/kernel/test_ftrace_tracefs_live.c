@@ -1085,13 +1085,25 @@ static void attach_detach_clean(const struct ftrace_tracefs_params *p, const cha
 	ck_assert(!file_exists(state));
 }
 
+/* A session that finds the directory taken: EBUSY, said, and the owner's list left alone. */
+static void attach_busy(const struct ftrace_tracefs_params *p, const char *state)
+{
+	struct ftrace_tracefs *t = open_inst(g_state_dir);
+	char *err = NULL;
+
+	ck_assert_int_eq(ftrace_tracefs_attach(t, p, &err), -EBUSY);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_ptr_nonnull(strstr(err, "in use"));
+	free(err);
+	ftrace_tracefs_free(t);
+	ck_assert(file_exists(state));
+}
+
 /* A leftover list is replayed before a new setup records "original" values. */
 START_TEST(test_attach_replays_leftover_first)
 {
 	char *state = state_file_path(), *v;
-	struct ftrace_tracefs *t;
 	struct ftrace_tracefs_params p = { .buffer_size_kb = 512 };
-	char *err = NULL;
 	pid_t live;
 	int fd;
 
@@ -1117,12 +1129,7 @@ START_TEST(test_attach_replays_leftover_first)
 	fd = open(state, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	dprintf(fd, "traced-probes-ftrace-undo 1\npid %d\ndir %s\ntruncate 0\nw tracing_on 1\n", (int)live, g_inst_dir);
 	close(fd);
-	t = open_inst(g_state_dir);
-	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), -EBUSY);
-	ck_assert_ptr_nonnull(strstr(err, "in use"));
-	free(err);
-	ftrace_tracefs_free(t);
-	ck_assert(file_exists(state));
+	attach_busy(&p, state);
 	kill(live, SIGKILL);
 	waitpid(live, NULL, 0);
 	(void)unlink(state);
@@ -1140,9 +1147,8 @@ END_TEST
 START_TEST(test_attach_drops_other_boots_list)
 {
 	char *state = state_file_path(), *v, *saved;
-	struct ftrace_tracefs *t;
 	struct ftrace_tracefs_params p = { .buffer_size_kb = 512 };
-	char *err = NULL, now[64] = "";
+	char now[64] = "";
 	pid_t live;
 	int fd;
 
@@ -1174,11 +1180,7 @@ START_TEST(test_attach_drops_other_boots_list)
 	dprintf(fd, "traced-probes-ftrace-undo 3\npid %d\nboot %.36s\ndir %s\ntruncate 0\nw trace_clock mono\n",
 		(int)live, now, g_inst_dir);
 	close(fd);
-	t = open_inst(g_state_dir);
-	ck_assert_int_eq(ftrace_tracefs_attach(t, &p, &err), -EBUSY);
-	free(err);
-	ftrace_tracefs_free(t);
-	ck_assert(file_exists(state));
+	attach_busy(&p, state);
 	kill(live, SIGKILL);
 	waitpid(live, NULL, 0);
 	(void)unlink(state);
