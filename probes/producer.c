@@ -384,8 +384,7 @@ static bool identify(const struct producer *p, const char *address)
 
 int producer_set_machine(struct producer *p, const char *machine_name, const char *relay_address)
 {
-	_cleanup_free_ char *boot_id = NULL;
-	char host[256];
+	char host[256], boot_id[BOOT_ID_LEN + 1];
 
 	if (!p)
 		return -EINVAL;
@@ -396,12 +395,11 @@ int producer_set_machine(struct producer *p, const char *machine_name, const cha
 		machine_name = host;
 	}
 	/* as traced_relay: this boot's id tells the machines apart */
-	if (read_full_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 64, &boot_id, NULL) >= 0)
-		boot_id[strcspn(boot_id, "\n")] = '\0';
+	boot_id_read(boot_id);
 	free(p->machine_name);
 	free(p->machine_id_hint);
 	p->machine_name = strdup(machine_name);
-	p->machine_id_hint = boot_id ? TAKE_PTR(boot_id) : strdup("");
+	p->machine_id_hint = strdup(boot_id);
 	free(p->relay_address);
 	p->relay_address = relay_address ? strdup(relay_address) : NULL;
 	if (!p->machine_name || !p->machine_id_hint || (relay_address && !p->relay_address))

@@ -157,6 +157,20 @@ int safe_atoi32(const char *s, int32_t *ret);
 int read_full_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
 int read_full_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
 
+/* A boot id as the kernel prints it (8-4-4-4-12 lowercase hex digits). */
+#define BOOT_ID_LEN 36u
+
+/**
+ * boot_id_valid - whether @s is a boot id in the kernel's form, nothing else.
+ */
+bool boot_id_valid(const char *s);
+
+/**
+ * boot_id_read - this boot's id (/proc/sys/kernel/random/boot_id) into @buf,
+ * "" when it cannot be read or is not in the kernel's form.
+ */
+void boot_id_read(char buf[static BOOT_ID_LEN + 1]);
+
 /**
  * write_all - write every byte, looping on short writes and EINTR.
  * Returns: 0 or -errno.

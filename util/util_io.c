@@ -134,3 +134,28 @@ int open_output_in_place(const char *path)
 	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 	return fd < 0 ? -errno : fd;
 }
+
+bool boot_id_valid(const char *s)
+{
+	size_t n = 0;
+
+	for (; s[n]; n++) {
+		bool dash = n == 8 || n == 13 || n == 18 || n == 23;
+
+		if (dash ? s[n] != '-' : !((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return false;
+	}
+	return n == BOOT_ID_LEN;
+}
+
+void boot_id_read(char buf[static BOOT_ID_LEN + 1])
+{
+	_cleanup_free_ char *text = NULL;
+
+	buf[0] = 0;
+	if (read_full_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 64, &text, NULL) < 0)
+		return;
+	text[strcspn(text, "\n")] = 0;
+	if (boot_id_valid(text))
+		memcpy(buf, text, BOOT_ID_LEN + 1);
+}

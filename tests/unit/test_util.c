@@ -792,6 +792,23 @@ START_TEST(test_name_valid)
 }
 END_TEST
 
+/* This boot's id reads in the kernel's form; anything else is not one. */
+START_TEST(test_boot_id)
+{
+	char id[BOOT_ID_LEN + 1];
+
+	boot_id_read(id);
+	ck_assert_uint_eq(strlen(id), BOOT_ID_LEN);
+	ck_assert(boot_id_valid(id));
+	ck_assert(boot_id_valid("01234567-89ab-cdef-0123-456789abcdef"));
+	ck_assert(!boot_id_valid("01234567-89AB-cdef-0123-456789abcdef"));
+	ck_assert(!boot_id_valid("0123456789ab-cdef-0123-456789abcdef0"));
+	ck_assert(!boot_id_valid("01234567-89ab-cdef-0123-456789abcdef0"));
+	ck_assert(!boot_id_valid("01234567-89ab-cdef-0123-456789abcde"));
+	ck_assert(!boot_id_valid(""));
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -810,6 +827,7 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, test_pipe_round_trip);
 	tcase_add_test(tc, test_write_all_errors);
 	tcase_add_test(tc, test_now_ns);
+	tcase_add_test(tc, test_boot_id);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("log");

@@ -26,9 +26,6 @@ struct ftrace_event_ref {
 	bool ours;                      /* we enabled it: disable it when refs drops to 0 */
 };
 
-/* a boot id as the kernel prints it: 8-4-4-4-12 hex digits */
-#define FTRACE_BOOT_ID_LEN 36u
-
 struct ftrace_tracefs {
 	char *path;                     /* absolute, no trailing '/' */
 	char *instance_name;            /* NULL: top level */
@@ -45,7 +42,7 @@ struct ftrace_tracefs {
 	char *state_dir;
 	char *state_path;
 	/* the boot the state file belongs to ("": not known), /proc/sys/kernel/random/boot_id */
-	char boot_id[FTRACE_BOOT_ID_LEN + 1];
+	char boot_id[BOOT_ID_LEN + 1];
 
 	/* sharing among data sources */
 	unsigned n_attached;

@@ -38,11 +38,11 @@
 /* The kernel refuses an event filter of a page or more. */
 #define UNDO_FILTER_MAX 4095u
 #define UNDO_FILE_MAX (8u << 20)
+/* file_replay(): the file was another boot's, removed with nothing restored */
+#define REPLAY_OTHER_BOOT 2
 #ifndef TRACEFS_MAGIC
 #define TRACEFS_MAGIC 0x74726163
 #endif
-
-static void boot_id_read(char buf[static FTRACE_BOOT_ID_LEN + 1]);
 
 /* What an undo record puts back, and how. */
 enum undo_kind {
@@ -739,32 +739,6 @@ const char *ftrace_tracefs_restore_error(const struct ftrace_tracefs *t)
 
 /* ---- recovery ------------------------------------------------------------ */
 
-static bool boot_id_valid(const char *b)
-{
-	size_t n = 0;
-
-	for (; b[n]; n++) {
-		bool dash = n == 8 || n == 13 || n == 18 || n == 23;
-
-		if (dash ? b[n] != '-' : !((b[n] >= '0' && b[n] <= '9') || (b[n] >= 'a' && b[n] <= 'f')))
-			return false;
-	}
-	return n == FTRACE_BOOT_ID_LEN;
-}
-
-/* This boot's id into @buf ("" when it cannot be read). */
-static void boot_id_read(char buf[static FTRACE_BOOT_ID_LEN + 1])
-{
-	_cleanup_free_ char *text = NULL;
-
-	buf[0] = 0;
-	if (read_full_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 64, &text, NULL) < 0)
-		return;
-	text[strcspn(text, "\n")] = 0;
-	if (boot_id_valid(text))
-		memcpy(buf, text, FTRACE_BOOT_ID_LEN + 1);
-}
-
 static bool pid_alive(pid_t pid)
 {
 	if (pid <= 0)
@@ -811,7 +785,7 @@ int ftrace_tracefs_undo_parse(char *text, int *ret_pid, struct ftrace_tracefs **
 		} else if (strncmp(line, "boot ", 5) == 0) {
 			if (t->boot_id[0] || !boot_id_valid(line + 5))
 				return -EBADMSG;
-			memcpy(t->boot_id, line + 5, FTRACE_BOOT_ID_LEN + 1);
+			memcpy(t->boot_id, line + 5, BOOT_ID_LEN + 1);
 		} else if (strncmp(line, "dir ", 4) == 0) {
 			if (t->path || !dir_form_valid(line + 4))
 				return -EBADMSG;
@@ -857,7 +831,7 @@ static int file_replay(const char *path, bool force, int *ret_live_pid)
 	if (r < 0)
 		return r;
 	if (t->boot_id[0]) {
-		char now[FTRACE_BOOT_ID_LEN + 1];
+		char now[BOOT_ID_LEN + 1];
 
 		boot_id_read(now);
 		/*
@@ -870,7 +844,7 @@ static int file_replay(const char *path, bool force, int *ret_live_pid)
 		if (now[0] && strcmp(now, t->boot_id) != 0) {
 			if (unlink(path) < 0 && errno != ENOENT)
 				return negative_errno();
-			return 2;
+			return REPLAY_OTHER_BOOT;
 		}
 	}
 	if (!dir_valid(t->path))
@@ -902,7 +876,7 @@ int ftrace_tracefs_undo_file_replay(const char *path, bool force)
 {
 	int r = file_replay(path, force, NULL);
 
-	return r == 2 ? 1 : r;
+	return r == REPLAY_OTHER_BOOT ? 1 : r;
 }
 
 int ftrace_tracefs_undo_replay_dir(const char *state_dir, char **ret_report)
@@ -929,8 +903,8 @@ int ftrace_tracefs_undo_replay_dir(const char *state_dir, char **ret_report)
 		p = strdup_printf("%s/%s", state_dir, de->d_name);
 		/* A malformed file (-EBADMSG) is never acted on and is kept for a human. */
 		r = p ? file_replay(p, false, &live) : -ENOMEM;
-		if (r == 2)
-			continue;       /* another boot's: removed, nothing was restored */
+		if (r == REPLAY_OTHER_BOOT)
+			continue;       /* removed, nothing was restored */
 		if (r > 0)
 			n++;
 		else if (r < 0 && first_error == 0)
