@@ -290,11 +290,17 @@ static struct ftrace_format_table *table_for_instance(int *sw, int *wk, int *rt)
 }
 
 /*
- * @rounds of load per pass, @passes passes; buffer of @kb KiB per CPU.
+ * @rounds of load per pass, at least @passes passes, and more (up to
+ * MAX_PASSES) until the buffer has shown @min_switch sched_switch and
+ * @min_waking sched_waking records: how many switches a round trip makes
+ * depends on where the scheduler puts the two ends, and on a busy machine
+ * a waker often finds its partner still running.  Buffer of @kb KiB per CPU.
  * Returns the totals for the caller's extra checks.
  */
-static void run(const char *kb, int rounds, int passes, struct compare_totals *ct,
-		struct parse_totals *pt, struct ftrace_pass_stats *stats)
+#define MAX_PASSES 40
+static void run(const char *kb, int rounds, int passes, uint64_t min_switch, uint64_t min_waking,
+		struct compare_totals *ct, struct parse_totals *pt,
+		struct ftrace_pass_stats *stats)
 {
 	struct ftrace_format_table *t;
 	struct ftrace_parser *p = NULL;
@@ -326,7 +332,10 @@ static void run(const char *kb, int rounds, int passes, struct compare_totals *c
 	kbuf = kbuffer_alloc(KBUFFER_LSIZE_SAME_AS_HOST, KBUFFER_ENDIAN_SAME_AS_HOST);
 	ck_assert(st && cp && kbuf);
 
-	for (int pass = 0; pass < passes; pass++) {
+	for (int pass = 0; pass < passes || ((ct->by_id_switch < min_switch ||
+					       ct->by_id_waking < min_waking) &&
+					      pass < MAX_PASSES);
+	     pass++) {
 		inst_write("tracing_on", "1");
 		load(rounds);
 		/* Freeze the buffer so that the read sees a fixed set of pages. */
@@ -359,9 +368,9 @@ START_TEST(test_walker_matches_kbuffer)
 	struct parse_totals pt;
 	struct ftrace_pass_stats stats;
 
-	/* 2 x 5000 round trips: >= 20000 switches and wakings, well inside
-	 * 8 MiB per CPU. */
-	run("8192", 5000, 2, &ct, &pt, &stats);
+	/* Passes of 5000 round trips until >= 20000 switches and 5000
+	 * wakings came out; a pass is well inside 8 MiB per CPU. */
+	run("8192", 5000, 2, 20000, 5000, &ct, &pt, &stats);
 	ck_assert_uint_gt(ct.pages, 10);
 	ck_assert_uint_ge(ct.by_id_switch, 20000);
 	ck_assert_uint_ge(ct.by_id_waking, 5000);
@@ -389,7 +398,7 @@ START_TEST(test_tiny_buffer_missed_events)
 
 	/* A page or two per CPU against tens of thousands of events: the
 	 * writer laps the reader and the pages say so. */
-	run("4", 20000, 4, &ct, &pt, &stats);
+	run("4", 20000, 4, 0, 0, &ct, &pt, &stats);
 	fprintf(stderr, "tiny buffer: %lu pages, %lu flagged, %lu with a stored count, %lu events lost\n",
 		(unsigned long)ct.pages, (unsigned long)ct.missed_pages,
 		(unsigned long)ct.missed_stored, (unsigned long)stats.lost_events);

@@ -7,12 +7,14 @@
  * per-CPU counters, and tracefs must be byte-for-byte as before.
  */
 #include <check.h>
+#include <sched.h>
 #include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -534,11 +536,286 @@ START_TEST(test_record_buffer_percent_wakeups)
 		overrun += s.cpu[c].end_overrun - s.cpu[c].start_overrun;
 		most_bytes = MAX(most_bytes, s.cpu[c].switches * 68 + s.cpu[c].wakings * 40);
 	}
+	/*
+	 * How much was lost depends on how much CPU the drain got beside the
+	 * workload (and beside other suites on a CI machine): a figure for
+	 * bench/, not a bound for a test.  What must hold is that every loss
+	 * was counted.
+	 */
+	fprintf(stderr, "drain_buffer_percent: %llu events, %llu overrun\n",
+		(unsigned long long)s.events, (unsigned long long)overrun);
 	ck_assert_msg(most_bytes > 512u * 1024u,
 		      "%llu events, at most %llu bytes of records on one CPU: no more than its 512 KiB buffer holds",
 		      (unsigned long long)s.events, (unsigned long long)most_bytes);
-	ck_assert_msg(overrun < s.events / 100, "%llu overrun for %llu events",
-		      (unsigned long long)overrun, (unsigned long long)s.events);
+	check_reconciled(&s, s.n_cpus);
+	tp_trace_free(&s);
+}
+END_TEST
+
+/* A field of per_cpu/cpu@cpu/stats in our instance ("bytes: "...) */
+static uint64_t cpu_stat(unsigned cpu, const char *key)
+{
+	char path[600], line[128];
+	uint64_t v = UINT64_MAX;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/stats", fx.path, cpu);
+	f = fopen(path, "re");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, key, strlen(key)) == 0) {
+			v = strtoull(line + strlen(key), NULL, 10);
+			break;
+		}
+	fclose(f);
+	ck_assert_msg(v != UINT64_MAX, "no \"%s\" in %s", key, path);
+	return v;
+}
+
+struct wake_writer {
+	int fd;                    /* our instance's trace_marker */
+	uint64_t buffer_bytes;     /* one CPU's buffer */
+	unsigned n_cpus;           /* 1 or 2 */
+	unsigned cpu[2];           /* the first two CPUs we may run on */
+	uint64_t written[2];       /* lines, per entry of cpu[] */
+	unsigned at;               /* for drained(): an index into cpu[] */
+};
+
+static void write_line(struct wake_writer *ww, unsigned i)
+{
+	char line[64];
+	int n = snprintf(line, sizeof(line), "tp-wake %u %llu", ww->cpu[i],
+			 (unsigned long long)ww->written[i]);
+
+	ck_assert_int_eq(write(ww->fd, line, (size_t)n), n);
+	ww->written[i]++;
+}
+
+static void pin(const struct wake_writer *ww, unsigned i)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(ww->cpu[i], &set);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+}
+
+/*
+ * With record stopped: from cpu[@i], trace_marker lines until that CPU's
+ * buffer is 40 % full.  Returns how many it took.
+ */
+static uint64_t fill_stopped(struct wake_writer *ww, unsigned i)
+{
+	uint64_t before = ww->written[i];
+
+	pin(ww, i);
+	while (cpu_stat(ww->cpu[i], "bytes: ") < ww->buffer_bytes * 4 / 10)
+		for (int k = 0; k < 64; k++)
+			write_line(ww, i);
+	return ww->written[i] - before;
+}
+
+/* With record running, which may read as we write: @n lines from cpu[@i]. */
+static void fill_running(struct wake_writer *ww, unsigned i, uint64_t n)
+{
+	pin(ww, i);
+	for (uint64_t k = 0; k < n; k++)
+		write_line(ww, i);
+}
+
+/*
+ * The reader took cpu[at]'s buffer back under 20 %.  The kernel counts
+ * the 10 % mark in whole sub-buffers (at most 1/32 of the buffer each), so
+ * what it leaves unread, short of the mark, stays under 20 %.
+ */
+static bool drained(void *arg)
+{
+	struct wake_writer *ww = arg;
+
+	return cpu_stat(ww->cpu[ww->at], "bytes: ") < ww->buffer_bytes / 5;
+}
+
+static void wait_drained(struct wake_writer *ww, unsigned i, const struct tp_watch *w)
+{
+	ww->at = i;
+	tp_assert_wait(w, drained, ww, "a drain_buffer_percent wake-up drains the CPU");
+}
+
+/*
+ * Writes "tp-ping" lines and tells whether record has read any event yet.
+ * Enough of them to cross the 10 % mark soon, which is when record reads;
+ * a write fails while the instance's buffer is off.
+ */
+static bool pinged(void *arg)
+{
+	struct wake_writer *ww = arg;
+
+	for (int k = 0; k < 64; k++)
+		(void)!write(ww->fd, "tp-ping", 7);
+	return tp_read_events(fx.path) > 0;
+}
+
+/* "tp-wake" lines in the trace, per CPU */
+static void count_lines(const struct tp_trace_summary *s, uint64_t *ret, unsigned n_cpus)
+{
+	memset(ret, 0, n_cpus * sizeof(*ret));
+	for (size_t i = 0; i < s->trace->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *p = s->trace->packet[i];
+
+		if (p->data_case != PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS ||
+		    p->ftrace_events->cpu >= n_cpus)
+			continue;
+		for (size_t k = 0; k < p->ftrace_events->n_event; k++) {
+			const Perfetto__Protos__FtraceEvent *e = p->ftrace_events->event[k];
+
+			if (e->event_case == PERFETTO__PROTOS__FTRACE_EVENT__EVENT_PRINT &&
+			    strncmp(e->print->buf, "tp-wake ", 8) == 0)
+				ret[p->ftrace_events->cpu]++;
+		}
+	}
+}
+
+static bool stopped(void *arg)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", *(pid_t *)arg);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'T';
+}
+
+/* Drain ticks come at wall-clock multiples of drain_period_ms (a minute here). */
+static uint64_t tick_number(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u) / 60000u;
+}
+
+/*
+ * drain_buffer_percent with a writer that waits for each drain: nothing is
+ * lost on any machine, busy or not, and the drains come from the wake-ups,
+ * not from the tick (drain_period_ms is a minute).  The writer is our own
+ * trace_marker lines, which only this instance records.
+ *
+ * First two CPUs cross the mark while record is stopped (SIGSTOP), one
+ * after the other, so that one epoll_wait hands record both wake-ups in
+ * that order: the first one's pass reads both buffers and the second's
+ * finds nothing.  Then only the second CPU is written to.  Its wake-up
+ * must have been armed again: it used to stay off until the next tick,
+ * however full the buffer got.  A round that a tick may have rescued (a
+ * minute boundary passed) proves nothing and is run again.
+ */
+START_TEST(test_record_percent_wakeup_after_stale)
+{
+	struct stderr_reader err;
+	struct wake_writer ww = { .fd = -1 };
+	struct tp_trace_summary s;
+	struct tp_watch w = {};
+	char cfg[512], out[512], path[600];
+	static uint64_t lines[TP_MAX_CPUS];
+	uint64_t n40 = 0;
+	unsigned long kb = 0;
+	int round;
+	bool proven = false;
+	cpu_set_t mine;
+	FILE *f;
+	pid_t pid;
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(mine), &mine), 0);
+	for (unsigned c = 0; c < CPU_SETSIZE && ww.n_cpus < 2; c++)
+		if (CPU_ISSET(c, &mine))
+			ww.cpu[ww.n_cpus++] = c;
+	ck_assert_uint_ge(ww.n_cpus, 1);
+
+	snprintf(cfg, sizeof(cfg), "%s/stale.pbtxt", tmpdir);
+	f = fopen(cfg, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "buffers { size_kb: 16384 }\n"
+		   "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+		   "  ftrace_events: \"ftrace/print\"\n"
+		   "  buffer_size_kb: 512 drain_period_ms: 60000 drain_buffer_percent: 10\n"
+		   "  instance_name: \"%s\" } } }\n", fx.instance);
+	ck_assert_int_eq(fclose(f), 0);
+	snprintf(out, sizeof(out), "%s/stale.pftrace", tmpdir);
+	pid = spawn_record(&err, cfg, out);
+	tp_note_spawned(pid);
+	tp_watch_add(&w, "record", pid);
+	snprintf(path, sizeof(path), "%s/trace_marker", fx.path);
+	ww.fd = open(path, O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(ww.fd, 0);
+	/* A line before the session's start may be cleared away: these are not counted. */
+	tp_assert_wait(&w, pinged, &ww, "record reads a trace_marker line");
+
+	snprintf(path, sizeof(path), "%s/buffer_size_kb", fx.path);
+	f = fopen(path, "re");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%lu", &kb), 1);
+	fclose(f);
+	ww.buffer_bytes = (uint64_t)kb * 1024u;
+	ck_assert_uint_ge(ww.buffer_bytes, 512u * 1024u);
+
+	/*
+	 * One CPU cannot have a stale wake-up (its pass always finds its
+	 * lines), but it still learns how many lines make 40 %.
+	 */
+	for (round = 0; round < 3 && !proven; round++) {
+		uint64_t tick = tick_number();
+
+		ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+		tp_assert_wait(&w, stopped, &pid, "record stops");
+		n40 = fill_stopped(&ww, 0);
+		if (ww.n_cpus == 2)
+			(void)fill_stopped(&ww, 1);
+		ck_assert_int_eq(kill(pid, SIGCONT), 0);
+		for (unsigned i = 0; i < ww.n_cpus; i++)
+			wait_drained(&ww, i, &w);
+		if (ww.n_cpus == 1)
+			break;
+		fill_running(&ww, 1, n40);
+		wait_drained(&ww, 1, &w);
+		proven = tick_number() == tick;
+	}
+	ck_assert_msg(proven || ww.n_cpus == 1,
+		      "every round straddled a drain tick: the wake-ups were not shown to drain");
+	fprintf(stderr, "stale wake-up: shown in round %d; %llu lines make 40 %% of a CPU's buffer\n",
+		round, (unsigned long long)n40);
+	/* More than a buffer's worth through each CPU, a drain at a time. */
+	for (int pass = 0; pass < 3; pass++)
+		for (unsigned i = 0; i < ww.n_cpus; i++) {
+			fill_running(&ww, i, n40);
+			wait_drained(&ww, i, &w);
+		}
+	close(ww.fd);
+
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	tp_watch_drop(&w, pid);
+	ck_assert_int_eq(tp_assert_exit(&w, pid, "record after SIGINT"), 0);
+	close(err.fd);
+	tp_fixture_assert_restored(&fx);
+	ck_assert_int_eq(tp_trace_load(out, &s), 0);
+	count_lines(&s, lines, TP_MAX_CPUS);
+	for (unsigned i = 0; i < ww.n_cpus; i++) {
+		const struct tp_cpu_summary *cs = &s.cpu[ww.cpu[i]];
+
+		/* each line is a record of 24 bytes or more */
+		ck_assert_uint_gt(ww.written[i] * 24, ww.buffer_bytes);
+		ck_assert_uint_eq(cs->end_overrun, cs->start_overrun);
+		ck_assert_msg(lines[ww.cpu[i]] == ww.written[i], "cpu %u: %llu lines written, %llu in the trace",
+			      ww.cpu[i], (unsigned long long)ww.written[i],
+			      (unsigned long long)lines[ww.cpu[i]]);
+	}
 	check_reconciled(&s, s.n_cpus);
 	tp_trace_free(&s);
 }
@@ -645,6 +922,7 @@ int main(void)
 	tcase_add_test(tc, test_record_unknown_event);
 	tcase_add_test(tc, test_record_print_filter);
 	tcase_add_test(tc, test_record_buffer_percent_wakeups);
+	tcase_add_test(tc, test_record_percent_wakeup_after_stale);
 	suite_add_tcase(s, tc);
 	return tp_run_suite(s, tmpdir);
 }

@@ -18,6 +18,14 @@
 #include "probes/ftrace/ds/ftrace_ds_internal.h"
 #include "util/util.h"
 
+struct ftrace_drain;
+
+struct drain_wake {
+	struct loop_source *source;
+	struct ftrace_drain *d;
+	unsigned empty_in_row;          /* wake-ups whose pass read nothing */
+};
+
 struct ftrace_drain {
 	struct loop *event;
 	struct ftrace_tracefs *tfs;
@@ -30,10 +38,18 @@ struct ftrace_drain {
 	uint8_t *page;                  /* one page: read, then parsed at once */
 	struct ftrace_drain_reader *readers;
 	/* [n_cpus]: wake-ups when a CPU's buffer reaches buffer_percent */
-	struct loop_source **wake;
+	struct drain_wake *wake;
 	uint64_t pages_read;            /* by every pass, for the wake-ups */
 	struct loop_source *resize;     /* the resize thread's eventfd */
 };
+
+/* The wake-up sources go with the CPUs' fds they poll. */
+static void wake_drop(struct ftrace_drain *d)
+{
+	if (d->wake)
+		for (unsigned i = 0; i < d->n_cpus; i++)
+			d->wake[i].source = loop_source_disable_unref(d->wake[i].source);
+}
 
 int ftrace_drain_new(struct loop *e, struct ftrace_tracefs *tfs, struct ftrace_drain **ret,
 		     char **ret_error)
@@ -79,9 +95,7 @@ struct ftrace_drain *ftrace_drain_free(struct ftrace_drain *d)
 {
 	if (!d)
 		return NULL;
-	if (d->wake)
-		for (unsigned i = 0; i < d->n_cpus; i++)
-			d->wake[i] = loop_source_disable_unref(d->wake[i]);
+	wake_drop(d);
 	free(d->wake);
 	d->resize = loop_source_disable_unref(d->resize);
 	if (d->cpus)
@@ -125,9 +139,7 @@ void ftrace_drain_add_reader(struct ftrace_drain *d, struct ftrace_drain_reader 
  */
 static void close_cpus(struct ftrace_drain *d)
 {
-	if (d->wake)
-		for (unsigned i = 0; i < d->n_cpus; i++)
-			d->wake[i] = loop_source_disable_unref(d->wake[i]);
+	wake_drop(d);
 	for (unsigned i = 0; i < d->n_cpus; i++)
 		d->cpus[i] = ftrace_cpu_free(d->cpus[i]);
 	d->cpus_open = false;
@@ -212,12 +224,7 @@ int ftrace_drain_open_cpus(struct ftrace_drain *d)
 
 void ftrace_drain_close_cpus(struct ftrace_drain *d)
 {
-	if (d->wake)
-		for (unsigned i = 0; i < d->n_cpus; i++)
-			d->wake[i] = loop_source_disable_unref(d->wake[i]);
-	for (unsigned i = 0; i < d->n_cpus; i++)
-		d->cpus[i] = ftrace_cpu_free(d->cpus[i]);
-	d->cpus_open = false;
+	close_cpus(d);
 }
 
 /*
@@ -382,19 +389,34 @@ uint32_t ftrace_drain_period_ms(const struct ftrace_drain *d)
 /*
  * drain_buffer_percent: the kernel wakes a poller of trace_pipe_raw once a
  * CPU's buffer is that full, so a burst is drained at once instead of at the
- * next tick.  One-shot sources, re-armed after the pass: a pass that found
- * nothing leaves them off until the next tick, so a poll that keeps
- * reporting data we cannot read never spins.
+ * next tick.  One-shot sources, re-armed after the pass.
+ *
+ * A pass that read nothing is of two kinds.  Usually the wake-up was stale:
+ * two CPUs crossed the mark before the loop ran, the first one's pass read
+ * both, and the second finds its buffer read already.  Its source must be
+ * armed again, or that CPU waits for the tick (up to a minute) however full
+ * it gets.  Rarely a poll keeps reporting data a read cannot return; then
+ * re-arming would spin.  So a CPU's source is re-armed after one empty pass
+ * and left off after a second in a row, until a tick or another CPU's pass
+ * arms it again.
  */
+#define WAKE_EMPTY_IN_ROW_MAX 1u
+
+static void arm_wake(struct ftrace_drain *d, bool fresh);
+
 static int on_wake(struct loop_source *s, int fd, uint32_t revents, void *userdata)
 {
-	struct ftrace_drain *d = userdata;
+	struct drain_wake *w = userdata;
+	struct ftrace_drain *d = w->d;
 	uint64_t before = d->pages_read;
 	bool more = false;
 
 	(void)ftrace_drain_pass(d, /* flush= */ false, &more);
 	if (d->pages_read > before)
-		ftrace_drain_arm_wake(d);
+		w->empty_in_row = 0;
+	else if (++w->empty_in_row > WAKE_EMPTY_IN_ROW_MAX)
+		return 0;
+	arm_wake(d, /* fresh= */ false);
 	return 0;
 }
 
@@ -406,7 +428,8 @@ static bool wants_wake(const struct ftrace_drain *d)
 	return false;
 }
 
-void ftrace_drain_arm_wake(struct ftrace_drain *d)
+/* @fresh: a tick or a start or stop, which gives every CPU its empty pass back */
+static void arm_wake(struct ftrace_drain *d, bool fresh)
 {
 	bool on = d->cpus_open && wants_wake(d);
 
@@ -414,21 +437,31 @@ void ftrace_drain_arm_wake(struct ftrace_drain *d)
 		d->wake = calloc(d->n_cpus, sizeof(*d->wake));
 		if (!d->wake)
 			return;
+		for (unsigned i = 0; i < d->n_cpus; i++)
+			d->wake[i].d = d;
 	}
 	for (unsigned i = 0; d->wake && i < d->n_cpus; i++) {
+		struct drain_wake *w = &d->wake[i];
 		int fd = ftrace_cpu_fd(d->cpus[i]);
 
 		if (!on || fd < 0) {
-			if (d->wake[i])
-				(void)loop_source_set_enabled(d->wake[i], LOOP_OFF);
+			if (w->source)
+				(void)loop_source_set_enabled(w->source, LOOP_OFF);
 			continue;
 		}
-		if (!d->wake[i] && loop_add_io(d->event, &d->wake[i], fd, EPOLLIN, on_wake, d) < 0) {
-			d->wake[i] = NULL;
+		if (fresh)
+			w->empty_in_row = 0;
+		if (!w->source && loop_add_io(d->event, &w->source, fd, EPOLLIN, on_wake, w) < 0) {
+			w->source = NULL;
 			continue;
 		}
-		(void)loop_source_set_enabled(d->wake[i], LOOP_ONESHOT);
+		(void)loop_source_set_enabled(w->source, LOOP_ONESHOT);
 	}
+}
+
+void ftrace_drain_arm_wake(struct ftrace_drain *d)
+{
+	arm_wake(d, /* fresh= */ true);
 }
 
 /* ---- the directory's buffer resize ---------------------------------------- */
