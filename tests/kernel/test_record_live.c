@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,6 +43,22 @@ static void base_options(struct recorder_options *o, const char *out)
 	o->output = out;
 	o->instance = fx.instance;
 	o->quiet = true;
+}
+
+/* Writes @fmt... to tmpdir/@name; its path in @path. */
+__attribute__((format(printf, 4, 5)))
+static void write_config(char *path, size_t len, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	FILE *f;
+
+	snprintf(path, len, "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	ck_assert_int_eq(fclose(f), 0);
 }
 
 static void check_reconciled(const struct tp_trace_summary *s, unsigned n_cpus)
@@ -220,7 +237,6 @@ START_TEST(test_record_config_file)
 	struct tp_trace_summary s;
 	const char *root = getenv("TP_SOURCE_ROOT");
 	char *pos;
-	FILE *f;
 
 	/* the example config, pointed at our instance and shortened */
 	snprintf(src, sizeof(src), "%s/config/sched-process-names.pbtxt", root ? root : ".");
@@ -228,15 +244,12 @@ START_TEST(test_record_config_file)
 	pos = strstr(text, "duration_ms:");
 	ck_assert_ptr_nonnull(pos);
 	*pos = '\0';
-	snprintf(cfg_path, sizeof(cfg_path), "%s/cfg.pbtxt", tmpdir);
-	f = fopen(cfg_path, "w");
-	ck_assert_ptr_nonnull(f);
 	pos = strstr(text, "ftrace_config {");
 	ck_assert_ptr_nonnull(pos);
 	pos += strlen("ftrace_config {");
-	fprintf(f, "%.*s instance_name: \"%s\" %s duration_ms: 1000\n", (int)(pos - text), text,
-		fx.instance, pos);
-	fclose(f);
+	write_config(cfg_path, sizeof(cfg_path), "cfg.pbtxt",
+		     "%.*s instance_name: \"%s\" %s duration_ms: 1000\n", (int)(pos - text), text,
+		     fx.instance, pos);
 
 	snprintf(out, sizeof(out), "%s/config.pftrace", tmpdir);
 	recorder_options_init(&o);
@@ -368,22 +381,16 @@ static pid_t spawn_record(struct stderr_reader *r, const char *cfg, const char *
 START_TEST(test_record_sigint_before_start)
 {
 	struct stderr_reader err;
-	char cfg[512], out[512], text[512];
+	char cfg[512], out[512];
 	struct tp_watch w = {};
 	struct stat st;
-	FILE *f;
 	pid_t pid;
 
-	snprintf(cfg, sizeof(cfg), "%s/wait.pbtxt", tmpdir);
-	snprintf(text, sizeof(text),
-		 "buffers { size_kb: 1024 }\n"
-		 "data_sources { config { name: \"linux.ftrace\" ftrace_config {"
-		 " instance_name: \"%s\" ftrace_events: \"sched/sched_switch\" } } }\n"
-		 "data_sources { config { name: \"tp.test.never_registered\" } }\n", fx.instance);
-	f = fopen(cfg, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	ck_assert_int_eq(fclose(f), 0);
+	write_config(cfg, sizeof(cfg), "wait.pbtxt",
+		     "buffers { size_kb: 1024 }\n"
+		     "data_sources { config { name: \"linux.ftrace\" ftrace_config {"
+		     " instance_name: \"%s\" ftrace_events: \"sched/sched_switch\" } } }\n"
+		     "data_sources { config { name: \"tp.test.never_registered\" } }\n", fx.instance);
 	snprintf(out, sizeof(out), "%s/before.pftrace", tmpdir);
 	pid = spawn_record(&err, cfg, out);
 	tp_watch_add(&w, "record", pid);
@@ -501,18 +508,14 @@ START_TEST(test_record_buffer_percent_wakeups)
 	struct tp_trace_summary s;
 	struct tp_deferred_workload d;
 	uint64_t overrun = 0, most_bytes = 0;
-	FILE *f;
 
-	snprintf(cfg_path, sizeof(cfg_path), "%s/percent.pbtxt", tmpdir);
-	f = fopen(cfg_path, "w");
-	ck_assert_ptr_nonnull(f);
-	fprintf(f, "buffers { size_kb: 65536 }\n"
-		   "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
-		   "  ftrace_events: \"sched/sched_switch\" ftrace_events: \"sched/sched_waking\"\n"
-		   "  buffer_size_kb: 512 drain_period_ms: 30000 drain_buffer_percent: 10\n"
-		   "  instance_name: \"%s\" } } }\n"
-		   "duration_ms: 1500\n", fx.instance);
-	fclose(f);
+	write_config(cfg_path, sizeof(cfg_path), "percent.pbtxt",
+		     "buffers { size_kb: 65536 }\n"
+		     "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+		     "  ftrace_events: \"sched/sched_switch\" ftrace_events: \"sched/sched_waking\"\n"
+		     "  buffer_size_kb: 512 drain_period_ms: 30000 drain_buffer_percent: 10\n"
+		     "  instance_name: \"%s\" } } }\n"
+		     "duration_ms: 1500\n", fx.instance);
 	snprintf(out, sizeof(out), "%s/percent.pftrace", tmpdir);
 	recorder_options_init(&o);
 	o.output = out;
@@ -739,15 +742,12 @@ START_TEST(test_record_percent_wakeup_after_stale)
 			ww.cpu[ww.n_cpus++] = c;
 	ck_assert_uint_ge(ww.n_cpus, 1);
 
-	snprintf(cfg, sizeof(cfg), "%s/stale.pbtxt", tmpdir);
-	f = fopen(cfg, "w");
-	ck_assert_ptr_nonnull(f);
-	fprintf(f, "buffers { size_kb: 16384 }\n"
-		   "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
-		   "  ftrace_events: \"ftrace/print\"\n"
-		   "  buffer_size_kb: 512 drain_period_ms: 60000 drain_buffer_percent: 10\n"
-		   "  instance_name: \"%s\" } } }\n", fx.instance);
-	ck_assert_int_eq(fclose(f), 0);
+	write_config(cfg, sizeof(cfg), "stale.pbtxt",
+		     "buffers { size_kb: 16384 }\n"
+		     "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+		     "  ftrace_events: \"ftrace/print\"\n"
+		     "  buffer_size_kb: 512 drain_period_ms: 60000 drain_buffer_percent: 10\n"
+		     "  instance_name: \"%s\" } } }\n", fx.instance);
 	snprintf(out, sizeof(out), "%s/stale.pftrace", tmpdir);
 	pid = spawn_record(&err, cfg, out);
 	tp_note_spawned(pid);
@@ -850,21 +850,17 @@ START_TEST(test_record_print_filter)
 	struct tp_trace_summary s;
 	unsigned kept = 0, dropped = 0, useful = 0;
 	pthread_t th;
-	FILE *f;
 
-	snprintf(cfg_path, sizeof(cfg_path), "%s/print.pbtxt", tmpdir);
-	f = fopen(cfg_path, "w");
-	ck_assert_ptr_nonnull(f);
-	fprintf(f, "buffers { size_kb: 4096 }\n"
-		   "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
-		   "  ftrace_events: \"ftrace/print\" ftrace_events: \"sched/sched_switch\"\n"
-		   "  instance_name: \"%s\"\n"
-		   "  print_filter {\n"
-		   "    rules { prefix: \"drop\" allow: false }\n"
-		   "    rules { atrace_msg { type: \"B\" prefix: \"noisy\" } allow: false }\n"
-		   "  } } } }\n"
-		   "duration_ms: 1000\n", fx.instance);
-	fclose(f);
+	write_config(cfg_path, sizeof(cfg_path), "print.pbtxt",
+		     "buffers { size_kb: 4096 }\n"
+		     "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+		     "  ftrace_events: \"ftrace/print\" ftrace_events: \"sched/sched_switch\"\n"
+		     "  instance_name: \"%s\"\n"
+		     "  print_filter {\n"
+		     "    rules { prefix: \"drop\" allow: false }\n"
+		     "    rules { atrace_msg { type: \"B\" prefix: \"noisy\" } allow: false }\n"
+		     "  } } } }\n"
+		     "duration_ms: 1000\n", fx.instance);
 	snprintf(out, sizeof(out), "%s/print.pftrace", tmpdir);
 	recorder_options_init(&o);
 	o.output = out;
