@@ -809,8 +809,8 @@ START_TEST(test_record_percent_wakeup_after_stale)
 	for (unsigned i = 0; i < ww.n_cpus; i++) {
 		const struct tp_cpu_summary *cs = &s.cpu[ww.cpu[i]];
 
-		/* each line is a record of 24 bytes or more */
-		ck_assert_uint_gt(ww.written[i] * 24, ww.buffer_bytes);
+		/* n40 lines fill 40 % of a buffer: three times that is more than one */
+		ck_assert_uint_ge(ww.written[i], 3 * n40);
 		ck_assert_uint_eq(cs->end_overrun, cs->start_overrun);
 		ck_assert_msg(lines[ww.cpu[i]] == ww.written[i], "cpu %u: %llu lines written, %llu in the trace",
 			      ww.cpu[i], (unsigned long long)ww.written[i],
