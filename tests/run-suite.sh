@@ -62,16 +62,36 @@ if command -v clang >/dev/null && [ "$FUZZ_SECONDS" -gt 0 ]; then
 		CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false -Dbench=false
 	fi
 	ninja -C build-fuzz
+	# Every target runs even after one fails, so that one run shows every
+	# finding; a failure prints the sanitizer's report and the input (also
+	# kept under build-fuzz/findings/ to add to the corpus once fixed).
+	fuzz_failed=
+	mkdir -p build-fuzz/findings
 	for f in build-fuzz/tests/fuzz/fuzz_*; do
 		[ -f "$f" ] && [ -x "$f" ] || continue
 		name=$(basename "$f")
 		corpus=tests/fuzz/corpus/${name#fuzz_}
 		work=$(mktemp -d)
 		[ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+		rm -f build-fuzz/findings/"$name"-*
 		echo "-- $name"
-		"$f" -max_total_time="$FUZZ_SECONDS" -timeout=30 -rss_limit_mb=2048 "$work" 2>&1 | tail -n 3
-		rm -rf "$work"
+		if "$f" -max_total_time="$FUZZ_SECONDS" -timeout=30 -rss_limit_mb=2048 \
+			-artifact_prefix="$PWD/build-fuzz/findings/$name-" "$work" >"$work.log" 2>&1; then
+			tail -n 1 "$work.log"
+		else
+			fuzz_failed="$fuzz_failed $name"
+			sed -n '/^==[0-9]*==ERROR/,/^SUMMARY/p' "$work.log" | head -n 40
+			tail -n 3 "$work.log"
+			for a in build-fuzz/findings/"$name"-*; do
+				[ -f "$a" ] && { echo "input $a:"; od -A d -c "$a" | head -n 20; }
+			done
+		fi
+		rm -rf "$work" "$work.log"
 	done
+	if [ -n "$fuzz_failed" ]; then
+		echo "FAIL: fuzz targets:$fuzz_failed"
+		exit 1
+	fi
 fi
 # Debian 13 (trixie): the build with its compiler and libraries, the pure
 # suites and the .deb, in a root filesystem made by mmdebstrap and cached

@@ -29,10 +29,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned n_cpus = 0;
 
 	while (system_info_cpuinfo_next(buf, size, &pos, &cpu)) {
-		/* "unknown" is ours; any other name is a piece of the input */
-		if (cpu.processor >= buf && cpu.processor < buf + size)
+		/*
+		 * "unknown" is ours; any other name is a piece of the input,
+		 * possibly an empty one at its very end (names are counted,
+		 * never NUL-terminated, so only the length may be read).
+		 */
+		if (cpu.processor >= buf && cpu.processor <= buf + size)
 			check_in(buf, size, cpu.processor, cpu.processor_len);
-		else if (strcmp(cpu.processor, "unknown") != 0)
+		else if (cpu.processor_len != strlen("unknown") ||
+			 memcmp(cpu.processor, "unknown", cpu.processor_len) != 0)
 			abort();
 		if (pos <= prev && pos != size)
 			abort();
