@@ -77,7 +77,7 @@ if command -v clang >/dev/null && [ "$FUZZ_SECONDS" -gt 0 ]; then
 		echo "-- $name"
 		if "$f" -max_total_time="$FUZZ_SECONDS" -timeout=30 -rss_limit_mb=2048 \
 			-artifact_prefix="$PWD/build-fuzz/findings/$name-" "$work" >"$work.log" 2>&1; then
-			tail -n 1 "$work.log"
+			grep -m 1 '^Done ' "$work.log" || tail -n 1 "$work.log"
 		else
 			fuzz_failed="$fuzz_failed $name"
 			sed -n '/^==[0-9]*==ERROR/,/^SUMMARY/p' "$work.log" | head -n 40

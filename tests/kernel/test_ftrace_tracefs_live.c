@@ -1237,6 +1237,54 @@ START_TEST(test_recover_refuses_bad_files)
 }
 END_TEST
 
+/*
+ * A list whose instance was removed since (rmdir by hand after a SIGKILL) has
+ * nothing left to put back: while its owner runs it is left to it, then it
+ * is removed, and replaying the directory reports nothing.  A directory that
+ * is not tracefs still keeps its file.
+ */
+START_TEST(test_recover_drops_gone_instance)
+{
+	char p[400], gone[300], bad[400];
+	char *report = NULL;
+	pid_t live;
+	int fd;
+
+	(void)snprintf(gone, sizeof(gone), "%s/instances/tp-gone-%d", g_root, (int)getpid());
+	ck_assert(!file_exists(gone));
+	(void)snprintf(p, sizeof(p), "%s/ftrace_gone.undo", g_state_dir);
+	live = fork();
+	if (live == 0) {
+		pause();
+		_exit(0);
+	}
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	dprintf(fd, "traced-probes-ftrace-undo 3\npid %d\ndir %s\ntruncate 1\nw tracing_on 1\n", (int)live,
+		gone);
+	close(fd);
+	ck_assert_int_eq(ftrace_tracefs_undo_file_replay(p, false), 0);
+	ck_assert(file_exists(p));
+	kill(live, SIGKILL);
+	waitpid(live, NULL, 0);
+	ck_assert_int_eq(ftrace_tracefs_undo_replay_dir(g_state_dir, &report), 0);
+	ck_assert_msg(report == NULL, "reported: %s", report);
+	ck_assert(!file_exists(p));
+	ck_assert(!file_exists(gone));
+
+	/* the same name under a directory that is not tracefs: malformed, kept */
+	(void)snprintf(bad, sizeof(bad), "%s/instances/tp-gone", g_state_dir);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	dprintf(fd, "traced-probes-ftrace-undo 3\npid 1\ndir %s\ntruncate 1\nw tracing_on 1\n", bad);
+	close(fd);
+	ck_assert_int_eq(ftrace_tracefs_undo_file_replay(p, true), -EBADMSG);
+	ck_assert(file_exists(p));
+	(void)unlink(p);
+	assert_untouched();
+}
+END_TEST
+
 /* ---- the data-source API: validation and reporting ------------------------- */
 
 static struct pbw *no_packet_begin(void *userdata)
@@ -1423,6 +1471,7 @@ static Suite *suite(void)
 	tcase_add_test(k, test_recover_refuses_bad_files);
 	tcase_add_test(k, test_attach_replays_leftover_first);
 	tcase_add_test(k, test_attach_drops_other_boots_list);
+	tcase_add_test(k, test_recover_drops_gone_instance);
 	tcase_add_test(k, test_ds_setup_rejects_bad_instance_names);
 	tcase_add_test(k, test_ds_unknown_events_not_fatal);
 	tcase_add_test(k, test_available_filtered);

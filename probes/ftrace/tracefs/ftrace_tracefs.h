@@ -125,9 +125,10 @@ size_t ftrace_tracefs_undo_count(const struct ftrace_tracefs *t);
  * ftrace_tracefs_undo_file_replay - replay one persisted undo list file.
  * @force: replay even if the owning pid is alive.
  * A file written in another boot is only removed: tracefs starts afresh at
- * boot, and the pid it names may be another process's now.
- * Returns: 1 replayed (or another boot's) and removed, 0 skipped (owner
- * alive), -errno (-EBADMSG for a malformed file).
+ * boot, and the pid it names may be another process's now.  So is a file
+ * whose instance is no longer in a mounted tracefs: its settings went with it.
+ * Returns: 1 replayed (or another boot's, or its instance gone) and removed,
+ * 0 skipped (owner alive), -errno (-EBADMSG for a malformed file).
  */
 int ftrace_tracefs_undo_file_replay(const char *path, bool force);
 

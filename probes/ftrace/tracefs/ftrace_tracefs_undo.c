@@ -40,6 +40,8 @@
 #define UNDO_FILE_MAX (8u << 20)
 /* file_replay(): the file was another boot's, removed with nothing restored */
 #define REPLAY_OTHER_BOOT 2
+/* file_replay(): its instance is gone, the file removed with nothing restored */
+#define REPLAY_INSTANCE_GONE 3
 #ifndef TRACEFS_MAGIC
 #define TRACEFS_MAGIC 0x74726163
 #endif
@@ -759,6 +761,34 @@ static bool dir_valid(const char *d)
 	return dir_form_valid(d) && statfs(d, &sfs) == 0 && (unsigned long)sfs.f_type == TRACEFS_MAGIC;
 }
 
+/*
+ * @d, an instance directory, is missing from a mounted tracefs: removed
+ * since the file was written (rmdir by hand, or by whoever made it), and
+ * every setting of it went with it.  Only a missing name under an
+ * "instances" directory that is tracefs counts: a tracefs not mounted (yet)
+ * at that path keeps the file for later.
+ */
+static bool instance_gone(const char *d)
+{
+	static const char suffix[] = "/instances";
+	const char *slash = strrchr(d, '/');
+	char parent[4096];
+	struct statfs sfs;
+	size_t n;
+
+	if (!dir_form_valid(d) || !slash || !slash[1])
+		return false;
+	n = (size_t)(slash - d);
+	if (n < strlen(suffix) || n >= sizeof(parent) ||
+	    memcmp(slash - strlen(suffix), suffix, strlen(suffix)) != 0)
+		return false;
+	memcpy(parent, d, n);
+	parent[n] = 0;
+	if (statfs(parent, &sfs) != 0 || (unsigned long)sfs.f_type != TRACEFS_MAGIC)
+		return false;
+	return access(d, F_OK) < 0 && errno == ENOENT;
+}
+
 int ftrace_tracefs_undo_parse(char *text, int *ret_pid, struct ftrace_tracefs **ret)
 {
 	_cleanup_(ftrace_tracefs_freep) struct ftrace_tracefs *t = NULL;
@@ -821,6 +851,7 @@ static int file_replay(const char *path, bool force, int *ret_live_pid)
 {
 	_cleanup_(ftrace_tracefs_freep) struct ftrace_tracefs *t = NULL;
 	_cleanup_free_ char *text = NULL;
+	bool gone = false;
 	int pid, r;
 	size_t len;
 
@@ -847,12 +878,21 @@ static int file_replay(const char *path, bool force, int *ret_live_pid)
 			return REPLAY_OTHER_BOOT;
 		}
 	}
-	if (!dir_valid(t->path))
-		return -EBADMSG;
+	if (!dir_valid(t->path)) {
+		if (!instance_gone(t->path))
+			return -EBADMSG;
+		gone = true;
+	}
 	if (!force && pid != getpid() && pid_alive(pid)) {
 		if (ret_live_pid)
 			*ret_live_pid = pid;
 		return 0;
+	}
+	/* and no owner left to finish with it: the file is all that remains */
+	if (gone) {
+		if (unlink(path) < 0 && errno != ENOENT)
+			return negative_errno();
+		return REPLAY_INSTANCE_GONE;
 	}
 
 	t->dirfd = open(t->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -876,7 +916,7 @@ int ftrace_tracefs_undo_file_replay(const char *path, bool force)
 {
 	int r = file_replay(path, force, NULL);
 
-	return r == REPLAY_OTHER_BOOT ? 1 : r;
+	return r == REPLAY_OTHER_BOOT || r == REPLAY_INSTANCE_GONE ? 1 : r;
 }
 
 int ftrace_tracefs_undo_replay_dir(const char *state_dir, char **ret_report)
@@ -903,7 +943,7 @@ int ftrace_tracefs_undo_replay_dir(const char *state_dir, char **ret_report)
 		p = strdup_printf("%s/%s", state_dir, de->d_name);
 		/* A malformed file (-EBADMSG) is never acted on and is kept for a human. */
 		r = p ? file_replay(p, false, &live) : -ENOMEM;
-		if (r == REPLAY_OTHER_BOOT)
+		if (r == REPLAY_OTHER_BOOT || r == REPLAY_INSTANCE_GONE)
 			continue;       /* removed, nothing was restored */
 		if (r > 0)
 			n++;
