@@ -341,13 +341,17 @@ START_TEST(test_sys_stats_does_not_starve_drain)
 
 	/*
 	 * Overruns: a drain starved by sys_stats for a good part of the run
-	 * would lose most events.  Between two runs of one workload a
-	 * single-threaded emulated guest already varies the lost share from
-	 * 3 % to 13 %, so the bound is twice the share lost without sys_stats
-	 * plus 15 % of the events: loose for noise, far below starvation.
+	 * would lose most events; (b) above is the sharp check of that, this
+	 * one the consequence.  Between two runs of one workload an emulated
+	 * guest sharing its host with another varies the lost share from 3 %
+	 * to 27 % (PREEMPT_RT under TCG: 4.8 % then 26.7 %, with every drain
+	 * pass on time), so the bound is half of the events, or twice the
+	 * share lost without sys_stats plus 15 % when that is more: loose
+	 * for noise, still below starvation.
 	 */
 	allowed_overrun = base.events ? base.overrun * 2 * with.events / base.events : base.overrun * 2;
 	allowed_overrun += with.events * 15 / 100 + 1;
+	allowed_overrun = MAX(allowed_overrun, with.events / 2);
 	ck_assert_msg(with.overrun <= allowed_overrun,
 		      "%" PRIu64 " events overrun with sys_stats (of %" PRIu64 "), %" PRIu64 " without (of %" PRIu64 ")",
 		      with.overrun, with.events, base.overrun, base.events);
