@@ -380,23 +380,33 @@ bool tp_wait_for(bool (*cond)(void), unsigned ms)
 	return tp_wait_until(call_plain, &cond, ms);
 }
 
+int tp_cpu_stat(const char *instance_dir, unsigned cpu, const char *key, uint64_t *ret)
+{
+	_cleanup_free_ char *stats = NULL;
+	char path[512];
+	const char *at;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/stats", instance_dir, cpu);
+	r = read_full_file_at(AT_FDCWD, path, 1 << 16, &stats, NULL);
+	if (r < 0)
+		return r;
+	/* a whole line's key: "entries: " must not match "commit entries: " */
+	for (at = strstr(stats, key); at && at != stats && at[-1] != '\n'; at = strstr(at + 1, key))
+		;
+	if (!at || sscanf(at + strlen(key), "%" SCNu64, ret) != 1)
+		return -EBADMSG;
+	return 0;
+}
+
 uint64_t tp_read_events(const char *instance_dir)
 {
-	uint64_t total = 0;
+	uint64_t total = 0, v;
+	int r;
 
-	for (unsigned cpu = 0;; cpu++) {
-		_cleanup_free_ char *stats = NULL;
-		char path[512];
-		const char *at;
-		uint64_t v;
-
-		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/stats", instance_dir, cpu);
-		if (read_full_file_at(AT_FDCWD, path, 1 << 16, &stats, NULL) < 0)
-			break;
-		at = strstr(stats, "read events:");
-		if (at && sscanf(at, "read events: %" SCNu64, &v) == 1)
+	for (unsigned cpu = 0; (r = tp_cpu_stat(instance_dir, cpu, "read events: ", &v)) != -ENOENT; cpu++)
+		if (r == 0)
 			total += v;
-	}
 	return total;
 }
 

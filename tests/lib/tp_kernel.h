@@ -126,6 +126,13 @@ struct tp_read_events_goal {
 bool tp_read_events_reached(void *goal);
 
 /*
+ * The number after the line key @key ("bytes: ", "overrun: "...) in
+ * per_cpu/cpu@cpu/stats of @instance_dir, in *@ret.
+ * Returns: 0, -ENOENT (no such CPU), -EBADMSG (no such line), -errno.
+ */
+int tp_cpu_stat(const char *instance_dir, unsigned cpu, const char *key, uint64_t *ret);
+
+/*
  * "read events" of every per_cpu/cpuN/stats of @instance_dir, summed: the
  * events a reader has taken out of the ring buffer so far.
  */
